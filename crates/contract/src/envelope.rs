@@ -1,0 +1,113 @@
+//! The response envelope: the one body shape every endpoint answers with.
+//!
+//! `success = true` ⇒ `data` present, `error`/`code` absent; `success = false` ⇒ `error` and
+//! `code` present, `data` absent. The constructors are the only way to build one, so the
+//! invariant holds by construction.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::{ErrorCode, HealthResponse};
+
+/// `{success, data?, error?, code?, request_id, timestamp, meta?}`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Envelope {
+    /// True when the request did what it asked.
+    pub success: bool,
+    /// The result; present exactly when `success` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// A human-readable message; present exactly when `success` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The machine-readable reason; present exactly when `success` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<ErrorCode>,
+    /// UUID v4: the client's (body `request_id` or `X-Request-Id` header) or generated.
+    #[schema(format = Uuid)]
+    pub request_id: String,
+    /// When the response was made: RFC 3339, UTC, milliseconds, `Z` (2026-01-01T00:00:00.000Z).
+    #[schema(format = DateTime)]
+    pub timestamp: String,
+    /// Facts about the handling of the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl Envelope {
+    /// A successful answer carrying `data`.
+    pub fn ok(data: Value, request_id: String, timestamp: String, meta: Option<Meta>) -> Self {
+        Envelope { success: true, data: Some(data), error: None, code: None, request_id, timestamp, meta }
+    }
+
+    /// A failed answer with its code and message.
+    pub fn err(code: ErrorCode, error: String, request_id: String, timestamp: String, meta: Option<Meta>) -> Self {
+        Envelope { success: false, data: None, error: Some(error), code: Some(code), request_id, timestamp, meta }
+    }
+}
+
+/// Facts about the handling of a request. Unknown members may be added by later versions;
+/// clients ignore what they do not know.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Meta {
+    /// Wall time the gateway spent on the request, in whole milliseconds. Always present on
+    /// `/call-tool` and `/tools/{name}` responses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub execution_time_ms: Option<u64>,
+    /// The tool the request called, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// On INVALID_ARGUMENTS: every failing instance, by JSON pointer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_errors: Option<Vec<ValidationIssue>>,
+    /// On GET /health answering 503: the health report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthResponse>,
+}
+
+impl Meta {
+    /// True when no member is set (the envelope then omits `meta`).
+    pub fn is_empty(&self) -> bool {
+        self == &Meta::default()
+    }
+}
+
+/// One place where the arguments fail the tool's input schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ValidationIssue {
+    /// JSON pointer (RFC 6901) into the arguments; `""` is the arguments object itself.
+    pub path: String,
+    /// What is wrong there.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn success_omits_error_and_code() {
+        let e = Envelope::ok(json!({"x": 1}), "id".into(), "t".into(), None);
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v, json!({"success": true, "data": {"x": 1}, "request_id": "id", "timestamp": "t"}));
+    }
+
+    #[test]
+    fn failure_omits_data() {
+        let e = Envelope::err(ErrorCode::Timeout, "slow".into(), "id".into(), "t".into(), None);
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            json!({"success": false, "error": "slow", "code": "TIMEOUT", "request_id": "id", "timestamp": "t"})
+        );
+    }
+
+    #[test]
+    fn empty_meta_is_empty() {
+        assert!(Meta::default().is_empty());
+        assert!(!Meta { execution_time_ms: Some(0), ..Meta::default() }.is_empty());
+    }
+}

@@ -1,0 +1,196 @@
+//! The error codes of the contract and the one table that maps each to its HTTP status.
+//!
+//! Everything that needs a status for a code (the server's responses, the OpenAPI document, the
+//! conformance tester) asks [`ErrorCode::http_status`]; no other place spells the mapping.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Why a request failed. Serialized in SCREAMING_SNAKE_CASE, e.g. `TOOL_NOT_FOUND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The request names a tool this service does not have.
+    ToolNotFound,
+    /// The tool's arguments fail its input schema; `meta.validation_errors` says where.
+    InvalidArguments,
+    /// The request itself is malformed: bad JSON, wrong content type, wrong shape, bad request id.
+    InvalidRequest,
+    /// An API key is required and was missing or wrong.
+    Unauthorized,
+    /// No such route.
+    NotFound,
+    /// The route exists but not for this HTTP method.
+    MethodNotAllowed,
+    /// The body is larger than `limits.max_body_bytes`.
+    PayloadTooLarge,
+    /// Too many requests; `Retry-After` says when to come back.
+    RateLimited,
+    /// The tool ran and failed, or the dependency behind it is down.
+    ExecutionError,
+    /// The gateway itself failed; a bug.
+    InternalError,
+    /// The service is initializing or shutting down; `Retry-After` says when to come back.
+    ServiceUnavailable,
+    /// The tool did not answer within `limits.call_timeout_ms`; the call was cancelled upstream.
+    Timeout,
+}
+
+impl ErrorCode {
+    /// Every code, in the order the documentation lists them.
+    pub const ALL: [ErrorCode; 12] = [
+        ErrorCode::ToolNotFound,
+        ErrorCode::InvalidArguments,
+        ErrorCode::InvalidRequest,
+        ErrorCode::Unauthorized,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::RateLimited,
+        ErrorCode::ExecutionError,
+        ErrorCode::InternalError,
+        ErrorCode::ServiceUnavailable,
+        ErrorCode::Timeout,
+    ];
+
+    /// The HTTP status that answers this code: the contract's one table.
+    pub const fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::ToolNotFound => 404,
+            ErrorCode::InvalidArguments => 400,
+            ErrorCode::InvalidRequest => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::RateLimited => 429,
+            ErrorCode::ExecutionError => 500,
+            ErrorCode::InternalError => 500,
+            ErrorCode::ServiceUnavailable => 503,
+            ErrorCode::Timeout => 504,
+        }
+    }
+
+    /// The code as it appears on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::ExecutionError => "EXECUTION_ERROR",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::ServiceUnavailable => "SERVICE_UNAVAILABLE",
+            ErrorCode::Timeout => "TIMEOUT",
+        }
+    }
+
+    /// Whether responses with this code carry a `Retry-After` header.
+    pub const fn has_retry_after(self) -> bool {
+        matches!(self, ErrorCode::RateLimited | ErrorCode::ServiceUnavailable)
+    }
+
+    /// Whether a client may retry the same request unchanged and expect a different outcome.
+    pub const fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::RateLimited
+                | ErrorCode::ServiceUnavailable
+                | ErrorCode::Timeout
+                | ErrorCode::ExecutionError
+        )
+    }
+
+    /// When the contract uses this code, in one sentence (for the OpenAPI document and docs).
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            ErrorCode::ToolNotFound => "The request names a tool this service does not have.",
+            ErrorCode::InvalidArguments => {
+                "The arguments fail the tool's input schema; meta.validation_errors lists every failing instance path."
+            }
+            ErrorCode::InvalidRequest => {
+                "The request is malformed: invalid JSON, wrong Content-Type, missing or mistyped fields, or a request id that is not a UUID v4."
+            }
+            ErrorCode::Unauthorized => "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong.",
+            ErrorCode::NotFound => "No route matches the path.",
+            ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
+            ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
+            ErrorCode::RateLimited => "More requests than security.rate_limit allows; retry after Retry-After seconds.",
+            ErrorCode::ExecutionError => {
+                "The tool ran and reported an error, or the dependency behind it is unavailable."
+            }
+            ErrorCode::InternalError => "The gateway failed while handling the request.",
+            ErrorCode::ServiceUnavailable => {
+                "The service is initializing or shutting down; retry after Retry-After seconds."
+            }
+            ErrorCode::Timeout => {
+                "The tool did not answer within limits.call_timeout_ms; the call was cancelled upstream."
+            }
+        }
+    }
+
+    /// A representative `error` message, used in the OpenAPI examples.
+    pub const fn example_message(self) -> &'static str {
+        match self {
+            ErrorCode::ToolNotFound => "Tool 'no_such_tool' not found",
+            ErrorCode::InvalidArguments => "Arguments do not match the input schema of tool 'echo'",
+            ErrorCode::InvalidRequest => "Request body is not valid JSON: expected value at line 1 column 1",
+            ErrorCode::Unauthorized => "Missing or invalid API key",
+            ErrorCode::NotFound => "No route for GET /no-such-route",
+            ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
+            ErrorCode::PayloadTooLarge => "Request body exceeds the limit of 1048576 bytes",
+            ErrorCode::RateLimited => "Rate limit of 1000 requests per second exceeded",
+            ErrorCode::ExecutionError => "Tool 'echo' failed: upstream MCP server is unavailable",
+            ErrorCode::InternalError => "Internal error while handling the request",
+            ErrorCode::ServiceUnavailable => "Service is initializing",
+            ErrorCode::Timeout => "Tool 'echo' did not answer within 30000 ms",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_name_matches_serde() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+            let back: ErrorCode = serde_json::from_value(json).unwrap();
+            assert_eq!(back, code);
+        }
+    }
+
+    #[test]
+    fn statuses_are_the_designed_ones() {
+        let table: Vec<(&str, u16)> = ErrorCode::ALL.iter().map(|c| (c.as_str(), c.http_status())).collect();
+        assert_eq!(
+            table,
+            vec![
+                ("TOOL_NOT_FOUND", 404),
+                ("INVALID_ARGUMENTS", 400),
+                ("INVALID_REQUEST", 400),
+                ("UNAUTHORIZED", 401),
+                ("NOT_FOUND", 404),
+                ("METHOD_NOT_ALLOWED", 405),
+                ("PAYLOAD_TOO_LARGE", 413),
+                ("RATE_LIMITED", 429),
+                ("EXECUTION_ERROR", 500),
+                ("INTERNAL_ERROR", 500),
+                ("SERVICE_UNAVAILABLE", 503),
+                ("TIMEOUT", 504),
+            ]
+        );
+    }
+}

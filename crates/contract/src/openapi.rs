@@ -1,0 +1,467 @@
+//! Builds the OpenAPI 3.1 document of the contract from the types of this crate.
+//!
+//! `openapi/openapi.yaml` is this document serialized; a test holds the two equal. The
+//! responses of each operation are derived from the list of codes it can answer and from
+//! [`ErrorCode::http_status`], so the document cannot disagree with the server on a status.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::example::ExampleBuilder;
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    ComponentsBuilder, ContentBuilder, HeaderBuilder, InfoBuilder, OpenApi, OpenApiBuilder,
+    PathsBuilder, Ref, RefOr, Required, ResponseBuilder, ResponsesBuilder, Schema,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::{
+    CONTRACT_VERSION, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, Meta,
+    ToolRequest, ToolSchema, ToolsResponse, ValidationIssue,
+};
+
+/// Fixed values so the examples, and so the committed file, are byte-stable.
+const EXAMPLE_REQUEST_ID: &str = "3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c";
+const EXAMPLE_TIMESTAMP: &str = "2026-01-01T12:00:00.000Z";
+
+/// The shell command that rewrites the committed document from the code.
+pub const REGENERATE_COMMAND: &str = "cargo run -p mcp-http-gateway -- openapi > openapi/openapi.yaml";
+
+/// The operations of the contract, with the error codes each can answer.
+struct Operation {
+    path: &'static str,
+    method: HttpMethod,
+    id: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    success: &'static str,
+    errors: &'static [ErrorCode],
+}
+
+/// Codes any call of a tool can answer (POST /call-tool and POST /tools/{name}).
+const CALL_ERRORS: &[ErrorCode] = &[
+    ErrorCode::InvalidRequest,
+    ErrorCode::InvalidArguments,
+    ErrorCode::Unauthorized,
+    ErrorCode::ToolNotFound,
+    ErrorCode::MethodNotAllowed,
+    ErrorCode::PayloadTooLarge,
+    ErrorCode::RateLimited,
+    ErrorCode::ExecutionError,
+    ErrorCode::InternalError,
+    ErrorCode::ServiceUnavailable,
+    ErrorCode::Timeout,
+];
+
+const OPERATIONS: &[Operation] = &[
+    Operation {
+        path: "/tools",
+        method: HttpMethod::Get,
+        id: "listTools",
+        summary: "List the service's tools",
+        description: "Every tool of every provider of the service, sorted by name, with its input schema.",
+        success: "ToolsEnvelope",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::Unauthorized,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::RateLimited,
+            ErrorCode::InternalError,
+            ErrorCode::ServiceUnavailable,
+        ],
+    },
+    Operation {
+        path: "/call-tool",
+        method: HttpMethod::Post,
+        id: "callTool",
+        summary: "Call a tool",
+        description: "Validates `arguments` against the tool's input schema, then runs the tool. \
+            `data` is the tool's result.",
+        success: "CallToolEnvelope",
+        errors: CALL_ERRORS,
+    },
+    Operation {
+        path: "/tools/{name}",
+        method: HttpMethod::Post,
+        id: "callToolByName",
+        summary: "Call a tool named in the path",
+        description: "The same as POST /call-tool with `tool` taken from the path; the body is the \
+            arguments object. The request id may come from the `X-Request-Id` header.",
+        success: "CallToolEnvelope",
+        errors: CALL_ERRORS,
+    },
+    Operation {
+        path: "/health",
+        method: HttpMethod::Get,
+        id: "getHealth",
+        summary: "Health of the service and its dependencies",
+        description: "200 with the report when healthy or degraded; 503 SERVICE_UNAVAILABLE with the \
+            same report in `meta.health` while initializing or shutting down. Never rate limited, \
+            never requires an API key.",
+        success: "HealthEnvelope",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::InternalError,
+            ErrorCode::ServiceUnavailable,
+        ],
+    },
+];
+
+/// The contract as an OpenAPI 3.1 document.
+pub fn document() -> OpenApi {
+    let mut paths = PathsBuilder::new();
+    for op in OPERATIONS {
+        paths = paths.path(op.path, PathItem::new(op.method.clone(), operation(op)));
+    }
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("mcp-http-gateway service contract")
+                .version(CONTRACT_VERSION)
+                .description(Some(info_description()))
+                .build(),
+        )
+        .paths(paths.build())
+        .components(Some(components()))
+        .build()
+}
+
+/// The document as YAML, exactly as committed in `openapi/openapi.yaml`.
+pub fn document_yaml() -> String {
+    serde_saphyr::to_string(&document()).expect("the OpenAPI document serializes to YAML")
+}
+
+/// The document as a JSON value, for callers that extend it (the per-service document).
+pub fn document_json() -> Value {
+    serde_json::to_value(document()).expect("the OpenAPI document serializes to JSON")
+}
+
+fn info_description() -> String {
+    let mut text = String::from(
+        "Every mcp-http-gateway service answers this contract. Every response body of every \
+         endpoint is the envelope `{success, data?, error?, code?, request_id, timestamp, meta?}`; \
+         every response carries `X-Request-Id`. An unknown route answers 404 NOT_FOUND and a known \
+         route with the wrong method 405 METHOD_NOT_ALLOWED, both as the envelope.\n\n\
+         | code | HTTP status | meaning |\n|---|---|---|\n",
+    );
+    for code in ErrorCode::ALL {
+        text.push_str(&format!("| {} | {} | {} |\n", code.as_str(), code.http_status(), code.meaning()));
+    }
+    text
+}
+
+fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
+    let mut builder = OperationBuilder::new()
+        .operation_id(Some(op.id))
+        .summary(Some(op.summary))
+        .description(Some(op.description))
+        .tag("tools")
+        .parameter(
+            ParameterBuilder::new()
+                .name("X-Request-Id")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some("UUID v4 to use as the request id; generated when absent."))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).format(Some(
+                    utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Uuid),
+                )))),
+        );
+    if op.path == "/health" {
+        builder = builder.tag("health");
+    } else {
+        builder = builder
+            .security(SecurityRequirement::default())
+            .security(SecurityRequirement::new("apiKey", Vec::<String>::new()))
+            .security(SecurityRequirement::new("bearer", Vec::<String>::new()));
+    }
+    if op.path == "/tools/{name}" {
+        builder = builder.parameter(
+            ParameterBuilder::new()
+                .name("name")
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .description(Some("The tool to call."))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    match op.id {
+        "callTool" => {
+            builder = builder.request_body(Some(json_body(
+                Ref::from_schema_name("ToolRequest").into(),
+                "The tool, its arguments, and optionally the request id.",
+                json!({"tool": "echo", "arguments": {"message": "héllo ✓"}}),
+            )))
+        }
+        "callToolByName" => {
+            builder = builder.request_body(Some(json_body(
+                ObjectBuilder::new().schema_type(Type::Object).into(),
+                "The tool's arguments; validated against its input schema.",
+                json!({"message": "héllo ✓"}),
+            )))
+        }
+        _ => {}
+    }
+    builder.responses(responses(op)).build()
+}
+
+fn json_body(schema: RefOr<Schema>, description: &str, example: Value) -> utoipa::openapi::request_body::RequestBody {
+    RequestBodyBuilder::new()
+        .description(Some(description))
+        .required(Some(Required::True))
+        .content("application/json", ContentBuilder::new().schema(Some(schema)).example(Some(example)).build())
+        .build()
+}
+
+fn responses(op: &Operation) -> utoipa::openapi::Responses {
+    let mut builder = ResponsesBuilder::new().response(
+        "200",
+        ResponseBuilder::new()
+            .description("Success: the envelope with `data`.")
+            .header("X-Request-Id", request_id_header())
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name(op.success)))
+                    .example(Some(success_example(op)))
+                    .build(),
+            ),
+    );
+    let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
+    for code in op.errors {
+        by_status.entry(code.http_status()).or_default().push(*code);
+    }
+    for (status, codes) in by_status {
+        let names: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
+        let mut response = ResponseBuilder::new()
+            .description(format!("Failure: the envelope with `code` {}.", names.join(" or ")))
+            .header("X-Request-Id", request_id_header());
+        if codes.iter().any(|c| c.has_retry_after()) {
+            response = response.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                    .description(Some("Seconds to wait before retrying (429 and 503 only)."))
+                    .build(),
+            );
+        }
+        let examples = codes.iter().map(|code| {
+            (
+                code.as_str(),
+                ExampleBuilder::new().summary(code.meaning()).value(Some(error_example(op, *code))).build(),
+            )
+        });
+        response = response.content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                .examples_from_iter(examples)
+                .build(),
+        );
+        builder = builder.response(status.to_string(), response);
+    }
+    builder.build()
+}
+
+fn request_id_header() -> utoipa::openapi::Header {
+    HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::String).format(Some(
+            utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Uuid),
+        )))
+        .description(Some("The request id of this request (the same as the body's `request_id`)."))
+        .build()
+}
+
+fn is_call(op: &Operation) -> bool {
+    op.id == "callTool" || op.id == "callToolByName"
+}
+
+fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> HealthResponse {
+    HealthResponse {
+        status,
+        service: "docwell".into(),
+        version: "0.1.0".into(),
+        state: state.into(),
+        uptime_seconds: 3600,
+        active_calls: 0,
+        dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
+    }
+}
+
+fn success_example(op: &Operation) -> Value {
+    let (data, meta) = match op.id {
+        "listTools" => (
+            serde_json::to_value(ToolsResponse {
+                service: "docwell".into(),
+                version: "0.1.0".into(),
+                tools: vec![ToolSchema {
+                    name: "echo".into(),
+                    description: "Echoes back the input".into(),
+                    input_schema: json!({
+                        "type": "object",
+                        "properties": {"message": {"type": "string", "description": "Message to echo"}},
+                        "required": ["message"]
+                    }),
+                    annotations: None,
+                }],
+            })
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(0), ..Meta::default() },
+        ),
+        "getHealth" => (
+            serde_json::to_value(example_health(
+                HealthStatus::Healthy,
+                "HEALTHY",
+                DependencyStatus { status: DependencyState::Connected, response_time_ms: Some(2), error: None },
+            ))
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(2), ..Meta::default() },
+        ),
+        _ => (
+            json!({"content": [{"type": "text", "text": "Echo: héllo ✓"}]}),
+            Meta { execution_time_ms: Some(3), tool: Some("echo".into()), ..Meta::default() },
+        ),
+    };
+    let envelope = Envelope::ok(data, EXAMPLE_REQUEST_ID.into(), EXAMPLE_TIMESTAMP.into(), Some(meta));
+    serde_json::to_value(envelope).expect("example serializes")
+}
+
+fn error_example(op: &Operation, code: ErrorCode) -> Value {
+    let mut meta = Meta::default();
+    if is_call(op) {
+        meta.execution_time_ms = Some(if code == ErrorCode::Timeout { 30000 } else { 1 });
+        if !matches!(code, ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::PayloadTooLarge) {
+            meta.tool = Some(if code == ErrorCode::ToolNotFound { "no_such_tool" } else { "echo" }.into());
+        }
+    }
+    if code == ErrorCode::InvalidArguments {
+        meta.validation_errors = Some(vec![
+            ValidationIssue { path: "".into(), message: "\"message\" is a required property".into() },
+            ValidationIssue { path: "/count".into(), message: "\"three\" is not of type \"integer\"".into() },
+        ]);
+    }
+    if op.id == "getHealth" && code == ErrorCode::ServiceUnavailable {
+        meta.health = Some(example_health(
+            HealthStatus::Unavailable,
+            "INITIALIZING",
+            DependencyStatus {
+                status: DependencyState::Unknown,
+                response_time_ms: None,
+                error: Some("starting".into()),
+            },
+        ));
+    }
+    let meta = (!meta.is_empty()).then_some(meta);
+    let envelope = Envelope::err(
+        code,
+        code.example_message().into(),
+        EXAMPLE_REQUEST_ID.into(),
+        EXAMPLE_TIMESTAMP.into(),
+        meta,
+    );
+    serde_json::to_value(envelope).expect("example serializes")
+}
+
+/// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
+fn envelope_variant(success: bool, data: Option<RefOr<Schema>>, required: &[&str], description: &str) -> Schema {
+    let mut constraint = ObjectBuilder::new()
+        .property("success", ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([success])));
+    if let Some(data) = data {
+        constraint = constraint.property("data", data);
+    }
+    for field in required {
+        constraint = constraint.required(*field);
+    }
+    AllOfBuilder::new()
+        .description(Some(description))
+        .item(Ref::from_schema_name("Envelope"))
+        .item(constraint)
+        .into()
+}
+
+fn components() -> utoipa::openapi::Components {
+    let mut builder = ComponentsBuilder::new();
+    let mut schemas: Vec<(String, RefOr<Schema>)> = Vec::new();
+    for (name, schema) in [
+        (Envelope::name(), Envelope::schema()),
+        (Meta::name(), Meta::schema()),
+        (ValidationIssue::name(), ValidationIssue::schema()),
+        (ErrorCode::name(), ErrorCode::schema()),
+        (ToolSchema::name(), ToolSchema::schema()),
+        (ToolsResponse::name(), ToolsResponse::schema()),
+        (ToolRequest::name(), ToolRequest::schema()),
+        (HealthResponse::name(), HealthResponse::schema()),
+        (HealthStatus::name(), HealthStatus::schema()),
+        (DependencyStatus::name(), DependencyStatus::schema()),
+        (DependencyState::name(), DependencyState::schema()),
+    ] {
+        schemas.push((name.into_owned(), schema));
+    }
+    for (name, schema) in schemas {
+        builder = builder.schema(name, schema);
+    }
+    let any_data = Some(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build())));
+    builder
+        .schema(
+            "ErrorEnvelope",
+            envelope_variant(false, None, &["error", "code"], "A failed answer: `error` and `code`, no `data`."),
+        )
+        .schema(
+            "ToolsEnvelope",
+            envelope_variant(true, Some(Ref::from_schema_name("ToolsResponse").into()), &["data"], "GET /tools answer."),
+        )
+        .schema(
+            "CallToolEnvelope",
+            envelope_variant(true, any_data, &["data"], "A tool's result in `data`; `meta.execution_time_ms` always set."),
+        )
+        .schema(
+            "HealthEnvelope",
+            envelope_variant(true, Some(Ref::from_schema_name("HealthResponse").into()), &["data"], "GET /health answer."),
+        )
+        .security_scheme("apiKey", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))))
+        .security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()))
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_example_uses_its_status() {
+        let doc = document_json();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (_method, op) in item.as_object().unwrap() {
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    let Some(examples) = response["content"]["application/json"]["examples"].as_object() else {
+                        continue;
+                    };
+                    for (name, example) in examples {
+                        let code: ErrorCode = serde_json::from_value(example["value"]["code"].clone()).unwrap();
+                        assert_eq!(code.as_str(), name, "{path} {status}");
+                        assert_eq!(code.http_status().to_string(), *status, "{path} {name}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn call_tool_documents_the_required_statuses() {
+        let doc = document_json();
+        let responses = doc["paths"]["/call-tool"]["post"]["responses"].as_object().unwrap();
+        for status in ["200", "400", "401", "404", "405", "413", "429", "500", "503", "504"] {
+            assert!(responses.contains_key(status), "missing {status}");
+        }
+    }
+
+    #[test]
+    fn yaml_round_trips_to_the_same_document() {
+        let yaml = document_yaml();
+        let back: Value = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(back, document_json());
+    }
+}

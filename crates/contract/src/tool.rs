@@ -1,0 +1,49 @@
+//! The bodies that describe tools and ask for one to run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+/// A tool as clients see it. `input_schema` is a JSON Schema with `type: object`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolSchema {
+    /// Unique within the service.
+    pub name: String,
+    /// What the tool does, for people and for agents choosing a tool.
+    pub description: String,
+    /// JSON Schema of the `arguments` object.
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+    /// `openWorldHint`, `title`) when the provider has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub annotations: Option<Value>,
+}
+
+/// `data` of GET /tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolsResponse {
+    /// The service's name (`service.name` in its config).
+    pub service: String,
+    /// The service's version (`service.version`, else the gateway's).
+    pub version: String,
+    /// Every tool of every provider of the service, sorted by name.
+    pub tools: Vec<ToolSchema>,
+}
+
+/// Body of POST /call-tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRequest {
+    /// The tool to run.
+    pub tool: String,
+    /// The tool's arguments; an absent value means `{}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub arguments: Map<String, Value>,
+    /// Optional UUID v4 to use as the request id (takes precedence over `X-Request-Id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = Uuid)]
+    pub request_id: Option<String>,
+}

@@ -1,0 +1,82 @@
+//! The handlers of the contract's routes. Each is thin: it asks the [`Service`] and wraps the
+//! answer in a [`Reply`]; the envelope layer does the rest.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{Method, Uri};
+use axum::response::{IntoResponse, Response};
+use contract::{ErrorCode, HealthStatus, Meta, ToolRequest};
+use serde_json::Value;
+
+use super::reply::{ArgumentsBody, JsonBody, Reply};
+use super::request_id::RequestId;
+use crate::provider::JsonObject;
+use crate::service::Service;
+
+pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
+    Reply::ok(serde_json::to_value(service.tools_response()).unwrap_or(Value::Null))
+}
+
+pub async fn call_tool(
+    State(service): State<Arc<Service>>,
+    axum::Extension(header_id): axum::Extension<RequestId>,
+    JsonBody(request): JsonBody<ToolRequest>,
+) -> Reply {
+    let body_id = match request.request_id.as_deref().map(RequestId::parse) {
+        None => None,
+        Some(Ok(id)) => {
+            tracing::Span::current().record("request_id", id.as_str());
+            Some(id)
+        }
+        Some(Err(message)) => return Reply::error(ErrorCode::InvalidRequest, message),
+    };
+    let request_id = body_id.clone().unwrap_or(header_id);
+    let mut reply = run(&service, &request.tool, request.arguments, &request_id).await;
+    reply.request_id = body_id;
+    reply
+}
+
+pub async fn call_tool_by_name(
+    State(service): State<Arc<Service>>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    Path(tool): Path<String>,
+    ArgumentsBody(arguments): ArgumentsBody,
+) -> Reply {
+    run(&service, &tool, arguments, &request_id).await
+}
+
+async fn run(service: &Service, tool: &str, arguments: JsonObject, request_id: &RequestId) -> Reply {
+    let meta = Meta { tool: Some(tool.to_owned()), ..Meta::default() };
+    match service.call_tool(tool, arguments, request_id.as_str()).await {
+        Ok(data) => Reply::ok(data).with_meta(meta),
+        Err(failure) => {
+            Reply::error(failure.code, failure.message).with_meta(Meta { validation_errors: failure.validation_errors, ..meta })
+        }
+    }
+}
+
+pub async fn health(State(service): State<Arc<Service>>) -> Reply {
+    let report = service.health().await;
+    if report.status == HealthStatus::Unavailable {
+        let message = format!("Service is {}", report.state.to_lowercase().replace('_', " "));
+        Reply::error(ErrorCode::ServiceUnavailable, message)
+            .with_meta(Meta { health: Some(report), ..Meta::default() })
+            .retry_after(1)
+    } else {
+        Reply::ok(serde_json::to_value(report).unwrap_or(Value::Null))
+    }
+}
+
+pub async fn openapi(State(service): State<Arc<Service>>) -> Response {
+    Json(service.openapi().as_ref().clone()).into_response()
+}
+
+pub async fn not_found(method: Method, uri: Uri) -> Reply {
+    Reply::error(ErrorCode::NotFound, format!("No route for {method} {}", uri.path()))
+}
+
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Reply {
+    Reply::error(ErrorCode::MethodNotAllowed, format!("Method {method} is not allowed on {}", uri.path()))
+}

@@ -1,0 +1,58 @@
+//! Request ids: UUID v4 in the hyphenated form, taken from the client or generated.
+
+use std::fmt;
+
+/// A validated request id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    pub fn generate() -> Self {
+        RequestId(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Accepts only a hyphenated UUID of version 4 (RFC 9562 variant), as the client wrote it.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let valid = value.len() == 36
+            && uuid::Uuid::try_parse(value).is_ok_and(|u| {
+                u.get_version() == Some(uuid::Version::Random) && u.get_variant() == uuid::Variant::RFC4122
+            });
+        if valid {
+            Ok(RequestId(value.to_owned()))
+        } else {
+            let shown: String = value.chars().take(64).collect();
+            Err(format!("request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got '{shown}'"))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hyphenated_v4() {
+        assert!(RequestId::parse("3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c").is_ok());
+        assert!(RequestId::parse(RequestId::generate().as_str()).is_ok());
+        // v1, no hyphens, braces, junk, wrong variant
+        for bad in [
+            "3f2b8c1e-7a4d-1e2b-9c1a-5d6e7f8a9b0c",
+            "3f2b8c1e7a4d4e2b9c1a5d6e7f8a9b0c",
+            "{3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c}",
+            "abc",
+            "3f2b8c1e-7a4d-4e2b-1c1a-5d6e7f8a9b0c",
+        ] {
+            assert!(RequestId::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

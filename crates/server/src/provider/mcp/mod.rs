@@ -1,0 +1,377 @@
+//! The `mcp` provider: tools of an MCP server reached over stdio (a supervised child process)
+//! or Streamable HTTP, through rmcp's client.
+//!
+//! A supervisor task owns the connection: it connects, fetches every page of the tool list,
+//! refetches it on `notifications/tools/list_changed`, and when the connection dies marks the
+//! dependency unavailable and reconnects with capped exponential backoff. Calls never wait for
+//! a reconnect: while the server is down they fail at once with EXECUTION_ERROR.
+
+pub mod result;
+pub mod stdio;
+pub mod streamable;
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use contract::{DependencyState, DependencyStatus, ToolSchema};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use self::stdio::StdioSpec;
+use self::streamable::HttpSpec;
+use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
+use crate::config::{ProviderConfig, ServiceConfig};
+
+/// How long one connection attempt (spawn/connect, initialize, list tools) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// First and longest wait between reconnection attempts.
+const BACKOFF_MIN: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that lived this long resets the backoff: the next failure is a new incident.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// How the server is reached.
+#[derive(Debug, Clone, PartialEq)]
+enum Endpoint {
+    Stdio(StdioSpec),
+    Http(HttpSpec),
+}
+
+impl Endpoint {
+    fn describe(&self) -> String {
+        match self {
+            Endpoint::Stdio(s) => format!("stdio: {}", s.program),
+            Endpoint::Http(h) => format!("streamable-http: {}", h.url),
+        }
+    }
+}
+
+pub struct McpProvider {
+    inner: Arc<Inner>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Inner {
+    name: String,
+    service: String,
+    endpoint: Endpoint,
+    hooks: ProviderHooks,
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    tools: RwLock<Vec<ToolSchema>>,
+    status: RwLock<DependencyStatus>,
+    /// The server said its tool list changed.
+    refresh: Arc<Notify>,
+    /// A call saw the connection fail (Streamable HTTP has no other way to tell).
+    reconnect: Notify,
+    stop: watch::Sender<bool>,
+    first_attempt_done: watch::Sender<bool>,
+}
+
+impl McpProvider {
+    pub fn new(service: &ServiceConfig, config: &ProviderConfig, hooks: ProviderHooks) -> Result<Self, ProviderError> {
+        let name = config.name.value.to_string();
+        let error = |message: String| ProviderError::Config { provider: name.clone(), message };
+        let endpoint = match (&config.command, &config.url) {
+            (Some(command), _) => Endpoint::Stdio(
+                StdioSpec::new(&service.base_dir, command, &config.args, &config.env, config.cwd.as_deref())
+                    .map_err(error)?,
+            ),
+            (None, Some(url)) => Endpoint::Http(HttpSpec::new(url, &config.headers).map_err(error)?),
+            (None, None) => return Err(error("needs `command` or `url`".into())),
+        };
+        let inner = Inner {
+            name: name.clone(),
+            service: service.service.name.to_string(),
+            endpoint,
+            hooks,
+            peer: RwLock::new(None),
+            tools: RwLock::new(Vec::new()),
+            status: RwLock::new(DependencyStatus {
+                status: DependencyState::Unknown,
+                response_time_ms: None,
+                error: Some("not connected yet".into()),
+            }),
+            refresh: Arc::new(Notify::new()),
+            reconnect: Notify::new(),
+            stop: watch::channel(false).0,
+            first_attempt_done: watch::channel(false).0,
+        };
+        Ok(McpProvider { inner: Arc::new(inner), supervisor: Mutex::new(None) })
+    }
+}
+
+impl Provider for McpProvider {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn start(&self) -> BoxFuture<'_, ()> {
+        async move {
+            let mut done = self.inner.first_attempt_done.subscribe();
+            {
+                let mut supervisor = self.supervisor.lock().unwrap_or_else(|p| p.into_inner());
+                if supervisor.is_none() {
+                    *supervisor = Some(tokio::spawn(self.inner.clone().supervise()));
+                }
+            }
+            let _ = done.wait_for(|d| *d).await;
+        }
+        .boxed()
+    }
+
+    fn tools(&self) -> Vec<ToolSchema> {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn call<'a>(&'a self, tool: &'a str, args: JsonObject, cx: &'a CallContext) -> BoxFuture<'a, Result<Value, ToolError>> {
+        self.inner.call(tool, args, cx).boxed()
+    }
+
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+        let status = self.inner.status.read().unwrap_or_else(|p| p.into_inner()).clone();
+        futures::future::ready(vec![(self.inner.name.clone(), status)]).boxed()
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        async move {
+            self.inner.stop.send_replace(true);
+            let handle = self.supervisor.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(handle) = handle {
+                // The child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL);
+                // past this bound the process group is killed when the transport drops.
+                if tokio::time::timeout(Duration::from_secs(8), handle).await.is_err() {
+                    tracing::warn!(service = %self.inner.service, provider = %self.inner.name, "MCP server did not stop in time");
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Resolves once the provider is told to stop.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Why a connection ended.
+enum Ended {
+    Stopped,
+    Lost(String),
+}
+
+impl Inner {
+    async fn supervise(self: Arc<Self>) {
+        let mut stop = self.stop.subscribe();
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            let attempt = Instant::now();
+            let ended = match self.connect().await {
+                Ok((running, tools)) => {
+                    self.set_connected(running.peer().clone(), tools, attempt.elapsed());
+                    self.first_attempt_done.send_replace(true);
+                    let ended = self.serve_until_ended(running, &mut stop).await;
+                    self.set_unavailable(match &ended {
+                        Ended::Stopped => "stopped".to_owned(),
+                        Ended::Lost(why) => why.clone(),
+                    });
+                    if attempt.elapsed() > STABLE_AFTER {
+                        backoff = BACKOFF_MIN;
+                    }
+                    ended
+                }
+                Err(why) => Ended::Lost(why),
+            };
+            self.first_attempt_done.send_replace(true);
+            let Ended::Lost(why) = ended else { break };
+            tracing::warn!(
+                service = %self.service, provider = %self.name, retry_in_ms = backoff.as_millis() as u64,
+                "MCP server unavailable: {why}"
+            );
+            self.set_unavailable(format!("{why}; retrying in {} ms", backoff.as_millis()));
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stopped(&mut stop) => break,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        self.first_attempt_done.send_replace(true);
+    }
+
+    /// Connects, initializes and fetches every page of the tool list.
+    async fn connect(&self) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
+        let handler = GatewayClient { refresh: self.refresh.clone() };
+        let serving = async {
+            match &self.endpoint {
+                Endpoint::Stdio(spec) => {
+                    let (transport, stderr, pid) =
+                        spec.spawn().map_err(|e| format!("cannot start '{}': {e}", spec.program))?;
+                    if let Some(stderr) = stderr {
+                        stdio::forward_stderr(stderr, self.service.clone(), self.name.clone(), pid);
+                    }
+                    tracing::info!(service = %self.service, provider = %self.name, pid, "started MCP server {}", spec.program);
+                    handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
+                }
+                Endpoint::Http(spec) => {
+                    handler.serve(spec.transport()).await.map_err(|e| format!("cannot connect to {}: {e}", spec.url))
+                }
+            }
+        };
+        let running = tokio::time::timeout(CONNECT_TIMEOUT, serving)
+            .await
+            .map_err(|_| format!("no answer to initialize within {} s", CONNECT_TIMEOUT.as_secs()))??;
+        let tools = tokio::time::timeout(CONNECT_TIMEOUT, running.peer().list_all_tools())
+            .await
+            .map_err(|_| "tools/list did not answer in time".to_owned())?
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok((running, tools.iter().map(result::tool_schema).collect()))
+    }
+
+    /// Runs until the connection closes or we are told to stop, refetching tools on request.
+    async fn serve_until_ended(
+        &self,
+        running: RunningService<RoleClient, GatewayClient>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Ended {
+        let peer = running.peer().clone();
+        let cancel = running.cancellation_token();
+        let mut waiting = std::pin::pin!(running.waiting());
+        loop {
+            tokio::select! {
+                reason = &mut waiting => {
+                    return Ended::Lost(format!("connection closed ({})", match reason {
+                        Ok(r) => format!("{r:?}"),
+                        Err(e) => e.to_string(),
+                    }));
+                }
+                _ = stopped(stop) => {
+                    self.clear_peer();
+                    cancel.cancel();
+                    let _ = waiting.await;
+                    return Ended::Stopped;
+                }
+                _ = self.reconnect.notified() => {
+                    self.clear_peer();
+                    cancel.cancel();
+                    let _ = waiting.await;
+                    return Ended::Lost("connection failed during a call".into());
+                }
+                _ = self.refresh.notified() => {
+                    match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
+                        Ok(Ok(tools)) => {
+                            let tools: Vec<ToolSchema> = tools.iter().map(result::tool_schema).collect();
+                            tracing::info!(service = %self.service, provider = %self.name, tools = tools.len(), "tool list changed upstream");
+                            *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
+                            self.hooks.tools_changed.notify_one();
+                        }
+                        Ok(Err(e)) => tracing::warn!(service = %self.service, provider = %self.name, "refetching tools failed: {e}"),
+                        Err(_) => tracing::warn!(service = %self.service, provider = %self.name, "refetching tools timed out"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_connected(&self, peer: Peer<RoleClient>, tools: Vec<ToolSchema>, took: Duration) {
+        tracing::info!(
+            service = %self.service, provider = %self.name, tools = tools.len(),
+            "connected to MCP server ({})", self.endpoint.describe()
+        );
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
+        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = Some(peer);
+        *self.status.write().unwrap_or_else(|p| p.into_inner()) = DependencyStatus {
+            status: DependencyState::Connected,
+            response_time_ms: Some(took.as_millis() as u64),
+            error: None,
+        };
+        self.hooks.tools_changed.notify_one();
+    }
+
+    fn set_unavailable(&self, why: String) {
+        self.clear_peer();
+        *self.status.write().unwrap_or_else(|p| p.into_inner()) = DependencyStatus {
+            status: DependencyState::Unavailable,
+            response_time_ms: None,
+            error: Some(format!("{} ({})", why, self.endpoint.describe())),
+        };
+    }
+
+    fn clear_peer(&self) {
+        self.peer.write().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    async fn call(&self, tool: &str, args: JsonObject, cx: &CallContext) -> Result<Value, ToolError> {
+        let peer = self.peer.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(peer) = peer else {
+            let why = self.status.read().unwrap_or_else(|p| p.into_inner()).error.clone().unwrap_or_default();
+            return Err(ToolError::Unavailable(format!(
+                "Dependency unavailable: MCP server '{}' is not connected: {why}",
+                self.name
+            )));
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        // Dropping the request on timeout makes rmcp send notifications/cancelled upstream.
+        let outcome = tokio::time::timeout(cx.timeout, peer.call_tool_once(params)).await;
+        match outcome {
+            Err(_) => {
+                tracing::info!(
+                    service = %self.service, provider = %self.name, tool, request_id = %cx.request_id,
+                    "call timed out; sent notifications/cancelled upstream"
+                );
+                Err(ToolError::Timeout { tool: tool.to_owned(), ms: cx.timeout.as_millis() as u64 })
+            }
+            Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, &result),
+            Ok(Ok(_)) => Err(ToolError::Execution(format!(
+                "Tool '{tool}' asked for interactive input or a task, which the HTTP contract cannot carry"
+            ))),
+            Ok(Err(ServiceError::McpError(e))) => {
+                let message = format!("Tool '{tool}' failed: {}", e.message);
+                // -32602 is JSON-RPC's invalid params; MCP servers also use it for unknown tools.
+                if e.code.0 == -32602 && e.message.to_lowercase().contains("unknown tool") {
+                    Err(ToolError::NotFound(tool.to_owned()))
+                } else if e.code.0 == -32602 {
+                    Err(ToolError::InvalidArguments(message))
+                } else {
+                    Err(ToolError::Execution(message))
+                }
+            }
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                self.reconnect.notify_one();
+                Err(ToolError::Unavailable(format!(
+                    "Dependency unavailable: MCP server '{}' connection lost during the call: {e}",
+                    self.name
+                )))
+            }
+            Ok(Err(e)) => Err(ToolError::Execution(format!("Tool '{tool}' failed: {e}"))),
+        }
+    }
+}
+
+/// Our side of the MCP connection: identifies the gateway and hears list changes.
+#[derive(Clone)]
+struct GatewayClient {
+    refresh: Arc<Notify>,
+}
+
+impl ClientHandler for GatewayClient {
+    fn get_info(&self) -> ClientConfig {
+        // The initialize handshake is what every MCP server released so far speaks.
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mcp-http-gateway", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.refresh.notify_one();
+    }
+}

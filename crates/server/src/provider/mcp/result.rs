@@ -1,0 +1,107 @@
+//! Translation between MCP's shapes and the contract's: an MCP `Tool` becomes a
+//! [`ToolSchema`], a `CallToolResult` becomes the call's `data` or a [`ToolError`].
+//!
+//! Both work on the JSON form of the rmcp types so that fields added by newer protocol
+//! versions pass through untouched.
+
+use contract::ToolSchema;
+use serde_json::{Value, json};
+
+use crate::provider::ToolError;
+
+/// An MCP tool as the contract lists it.
+pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
+    let json = serde_json::to_value(tool).unwrap_or(Value::Null);
+    let description = json["description"]
+        .as_str()
+        .or_else(|| json["title"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let mut input_schema = json.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}));
+    if input_schema.get("type").is_none() {
+        input_schema["type"] = json!("object");
+    }
+    ToolSchema {
+        name: tool.name.to_string(),
+        description,
+        input_schema,
+        annotations: json.get("annotations").filter(|a| !a.is_null()).cloned(),
+    }
+}
+
+/// The `data` of a successful call, or the error the tool reported.
+///
+/// `isError` → EXECUTION_ERROR with the tool's text; else `structuredContent` when present;
+/// else a single text block that parses as a JSON object; else `{content: [...]}`.
+pub fn call_data(tool: &str, result: &rmcp::model::CallToolResult) -> Result<Value, ToolError> {
+    let json = serde_json::to_value(result).unwrap_or(Value::Null);
+    let content = json.get("content").cloned().unwrap_or_else(|| json!([]));
+    if json["isError"].as_bool() == Some(true) {
+        let text = texts(&content);
+        let message = if text.is_empty() { format!("Tool '{tool}' reported an error") } else { text };
+        return Err(ToolError::Execution(message));
+    }
+    if let Some(structured) = json.get("structuredContent") {
+        return Ok(structured.clone());
+    }
+    if let [only] = content.as_array().map(Vec::as_slice).unwrap_or_default()
+        && only["type"] == "text"
+        && let Some(Ok(object @ Value::Object(_))) = only["text"].as_str().map(serde_json::from_str::<Value>)
+    {
+        return Ok(object);
+    }
+    Ok(json!({ "content": content }))
+}
+
+/// The text blocks of a result, joined by newlines.
+fn texts(content: &Value) -> String {
+    content
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(v: Value) -> rmcp::model::CallToolResult {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn is_error_becomes_execution_error_with_the_text() {
+        let r = result(json!({"content": [{"type": "text", "text": "boom"}], "isError": true}));
+        match call_data("t", &r) {
+            Err(ToolError::Execution(m)) => assert_eq!(m, "boom"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn structured_content_wins() {
+        let r = result(json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"b": 2}}));
+        assert_eq!(call_data("t", &r).unwrap(), json!({"b": 2}));
+    }
+
+    #[test]
+    fn single_json_object_text_is_parsed() {
+        let r = result(json!({"content": [{"type": "text", "text": "{\"a\": [1, \"é\"]}"}]}));
+        assert_eq!(call_data("t", &r).unwrap(), json!({"a": [1, "é"]}));
+    }
+
+    #[test]
+    fn anything_else_is_wrapped() {
+        let r = result(json!({"content": [{"type": "text", "text": "[1,2]"}]}));
+        assert_eq!(call_data("t", &r).unwrap(), json!({"content": [{"type": "text", "text": "[1,2]"}]}));
+        let r = result(json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}));
+        assert_eq!(call_data("t", &r).unwrap()["content"].as_array().unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,108 @@
+//! The seam between the HTTP surface and whatever runs tools: the [`Provider`] trait, its
+//! errors, and the construction of providers from configuration.
+//!
+//! A provider owns its connection to the outside (a child process, a database pool, an HTTP
+//! client), keeps its current tool list, reports the health of what it depends on, and tells
+//! the service when its tool list changes.
+
+pub mod mcp;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use contract::{DependencyStatus, ErrorCode, ToolSchema};
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use crate::config::{ProviderConfig, ProviderKind, ServiceConfig};
+
+/// A tool's arguments.
+pub type JsonObject = Map<String, Value>;
+
+/// What a provider knows of the call it is running.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub request_id: String,
+    /// How long the call may take; the provider cancels upstream work when it runs out.
+    pub timeout: Duration,
+}
+
+/// Why a tool call failed, in terms the contract can answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran and reported failure (MCP `isError`), or the upstream answered with an error.
+    #[error("{0}")]
+    Execution(String),
+    /// The dependency behind the tool is down; the call never reached it.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The call ran out of time; upstream work was cancelled.
+    #[error("Tool '{tool}' did not answer within {ms} ms; the call was cancelled")]
+    Timeout { tool: String, ms: u64 },
+    /// The upstream does not know the tool (its list changed under us).
+    #[error("Tool '{0}' not found")]
+    NotFound(String),
+    /// The upstream rejected the arguments although they passed our schema check.
+    #[error("{0}")]
+    InvalidArguments(String),
+}
+
+impl ToolError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ToolError::Execution(_) | ToolError::Unavailable(_) => ErrorCode::ExecutionError,
+            ToolError::Timeout { .. } => ErrorCode::Timeout,
+            ToolError::NotFound(_) => ErrorCode::ToolNotFound,
+            ToolError::InvalidArguments(_) => ErrorCode::InvalidArguments,
+        }
+    }
+}
+
+/// Why a provider could not be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("provider '{provider}': {message}")]
+    Config { provider: String, message: String },
+}
+
+/// A source of tools.
+pub trait Provider: Send + Sync {
+    /// The provider's name from the config; also the name of its dependency in /health.
+    fn name(&self) -> &str;
+
+    /// Connects for the first time. Returns when the first attempt has succeeded or failed;
+    /// a provider that failed keeps retrying in the background and reports itself unavailable.
+    fn start(&self) -> BoxFuture<'_, ()>;
+
+    /// The tools as of now (empty while the dependency has never been reached).
+    fn tools(&self) -> Vec<ToolSchema>;
+
+    /// Runs one tool. Must not hang past `cx.timeout` and must fail fast when the dependency
+    /// is known to be down.
+    fn call<'a>(&'a self, tool: &'a str, args: JsonObject, cx: &'a CallContext) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// The health of each dependency behind this provider.
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
+
+    /// Stops background work and releases what the provider holds (children included).
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+/// Where a provider reports that its tool list changed.
+#[derive(Clone)]
+pub struct ProviderHooks {
+    pub service: String,
+    pub tools_changed: Arc<Notify>,
+}
+
+/// Builds the provider a config entry describes. Nothing is connected until [`Provider::start`].
+pub fn build(
+    service: &ServiceConfig,
+    config: &ProviderConfig,
+    hooks: ProviderHooks,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    match config.kind {
+        ProviderKind::Mcp => Ok(Arc::new(mcp::McpProvider::new(service, config, hooks)?)),
+    }
+}

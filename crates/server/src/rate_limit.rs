@@ -1,0 +1,57 @@
+//! A token bucket per service: `rate_limit` requests per second, bursts up to the same number.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub struct RateLimiter {
+    bucket: Mutex<Bucket>,
+}
+
+struct Bucket {
+    rate: f64,
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl RateLimiter {
+    pub fn new(per_second: u64) -> Self {
+        let rate = per_second as f64;
+        RateLimiter { bucket: Mutex::new(Bucket { rate, tokens: rate, refilled: Instant::now() }) }
+    }
+
+    /// Changes the rate (on reload) without refilling the bucket.
+    pub fn set_rate(&self, per_second: u64) {
+        let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
+        b.rate = per_second as f64;
+        b.tokens = b.tokens.min(b.rate);
+    }
+
+    /// Takes a token, or says in how many whole seconds one will be there.
+    pub fn acquire(&self) -> Result<(), u64> {
+        let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let elapsed = now.duration_since(b.refilled).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * b.rate).min(b.rate);
+        b.refilled = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - b.tokens) / b.rate).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_refusal() {
+        let limiter = RateLimiter::new(10);
+        for _ in 0..10 {
+            assert!(limiter.acquire().is_ok());
+        }
+        assert_eq!(limiter.acquire(), Err(1));
+    }
+}

@@ -1,0 +1,144 @@
+//! Running services: binding each to its address, serving until a signal, reloading on
+//! SIGHUP, and draining on SIGTERM/SIGINT within the grace period before stopping providers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+use crate::config::{self, ConfigError, ServiceConfig};
+use crate::service::{Service, ServiceError};
+
+/// Where the configuration came from, so SIGHUP can read it again.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+impl ConfigSource {
+    pub fn load(&self) -> Result<Vec<ServiceConfig>, ConfigError> {
+        match self {
+            ConfigSource::File(path) => Ok(vec![ServiceConfig::load(path)?]),
+            ConfigSource::Dir(dir) => config::load_dir(dir),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("service '{service}': cannot listen on {addr}: {source}")]
+    Bind { service: String, addr: String, source: std::io::Error },
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Serves every configured service until SIGTERM or SIGINT, then drains and stops.
+pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<(), RuntimeError> {
+    let mut terminate = signal(SignalKind::terminate()).map_err(RuntimeError::Signals)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(RuntimeError::Signals)?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(RuntimeError::Signals)?;
+
+    let services: Vec<Arc<Service>> = configs.into_iter().map(Service::new).collect::<Result<_, _>>()?;
+    let (drain_tx, drain_rx) = watch::channel(false);
+    let mut servers = Vec::new();
+    for service in &services {
+        let settings = service.settings();
+        let addr = format!("{}:{}", settings.config.service.host, settings.config.service.port.0);
+        let listener = TcpListener::bind(&addr).await.map_err(|source| RuntimeError::Bind {
+            service: service.name.clone(),
+            addr: addr.clone(),
+            source,
+        })?;
+        let local = listener.local_addr().map_err(|source| RuntimeError::Bind {
+            service: service.name.clone(),
+            addr: addr.clone(),
+            source,
+        })?;
+        tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
+        let app = crate::http::router(service.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        let mut drain = drain_rx.clone();
+        servers.push(tokio::spawn(async move {
+            let stopped = async move {
+                let _ = drain.wait_for(|d| *d).await;
+            };
+            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopped).await {
+                tracing::error!("server error: {e}");
+            }
+        }));
+    }
+
+    let starting = futures::future::try_join_all(services.iter().map(|s| s.start()));
+    tokio::pin!(starting);
+    let started = tokio::select! {
+        result = &mut starting => result.map(|_| ()),
+        _ = terminate.recv() => Ok(()),
+        _ = interrupt.recv() => Ok(()),
+    };
+    if let Err(e) = started {
+        shutdown(&services, drain_tx, servers).await;
+        return Err(e.into());
+    }
+
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => { tracing::info!("SIGTERM: draining"); break; }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: draining"); break; }
+            _ = hangup.recv() => reload(&source, &services).await,
+        }
+    }
+    shutdown(&services, drain_tx, servers).await;
+    Ok(())
+}
+
+/// Re-reads the configuration and applies it service by service; anything invalid is refused
+/// with a log line and the running configuration stays.
+async fn reload(source: &ConfigSource, services: &[Arc<Service>]) {
+    tracing::info!("SIGHUP: reloading configuration");
+    let configs = match source.load() {
+        Ok(configs) => configs,
+        Err(e) => {
+            tracing::error!("configuration refused, keeping the running one: {e}");
+            return;
+        }
+    };
+    for config in &configs {
+        if !services.iter().any(|s| s.name == config.service.name.as_str()) {
+            tracing::warn!(service = %config.service.name, "new service in the configuration; it starts at the next restart");
+        }
+    }
+    for service in services {
+        let Some(config) = configs.iter().find(|c| c.service.name.as_str() == service.name) else {
+            tracing::warn!(service = %service.name, "service no longer configured; it stops at the next restart");
+            continue;
+        };
+        if let Err(e) = service.reload(config.clone()).await {
+            tracing::error!(service = %service.name, "configuration refused, keeping the running one: {e}");
+        }
+    }
+}
+
+/// Refuses new requests, lets in-flight ones finish within the longest grace period, then
+/// stops every provider.
+async fn shutdown(services: &[Arc<Service>], drain: watch::Sender<bool>, servers: Vec<tokio::task::JoinHandle<()>>) {
+    for service in services {
+        service.begin_shutdown();
+    }
+    let grace = services
+        .iter()
+        .map(|s| Duration::from_millis(s.settings().config.limits.shutdown_grace_ms.0))
+        .max()
+        .unwrap_or_default();
+    drain.send_replace(true);
+    if tokio::time::timeout(grace, futures::future::join_all(servers)).await.is_err() {
+        tracing::warn!(grace_ms = grace.as_millis() as u64, "in-flight requests still running after the grace period; stopping anyway");
+    }
+    futures::future::join_all(services.iter().map(|s| s.stop_providers())).await;
+    tracing::info!("stopped");
+}

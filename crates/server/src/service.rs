@@ -1,0 +1,366 @@
+//! One running service: its configuration, its providers and their tools, its lifecycle, and
+//! the operations the HTTP surface performs on it (list, call, health, reload, shutdown).
+//!
+//! This is the `AppState` of the service's router. Everything a request reads is behind an
+//! `Arc` swapped as a whole on change, so a request sees one consistent tool set.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use contract::{DependencyState, ErrorCode, HealthResponse, HealthStatus, ToolsResponse, ValidationIssue};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::config::ServiceConfig;
+use crate::lifecycle::{Lifecycle, Phase};
+use crate::provider::{self, CallContext, JsonObject, Provider, ProviderHooks};
+use crate::rate_limit::RateLimiter;
+use crate::registry::{Conflict, ToolRegistry};
+use crate::service_doc::service_document;
+
+/// Why a service could not start or reload.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("service '{service}': {source}")]
+    Provider { service: String, source: provider::ProviderError },
+    #[error("service '{service}': {conflict}")]
+    DuplicateTool { service: String, conflict: Conflict },
+}
+
+/// Why a call failed, ready to be answered.
+#[derive(Debug)]
+pub struct CallFailure {
+    pub code: ErrorCode,
+    pub message: String,
+    pub validation_errors: Option<Vec<ValidationIssue>>,
+}
+
+impl CallFailure {
+    fn new(code: ErrorCode, message: String) -> Self {
+        CallFailure { code, message, validation_errors: None }
+    }
+}
+
+/// The providers and what was derived from their tools, replaced together.
+struct ToolSet {
+    providers: Vec<Arc<dyn Provider>>,
+    registry: ToolRegistry,
+    openapi: Arc<Value>,
+}
+
+/// The settings a request reads, replaced together on reload.
+pub struct Settings {
+    pub config: ServiceConfig,
+    pub api_keys: HashSet<String>,
+}
+
+impl Settings {
+    fn new(config: ServiceConfig) -> Self {
+        let api_keys = if config.security.api_keys_enabled {
+            std::env::var(&config.security.api_keys_env)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        Settings { config, api_keys }
+    }
+
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.config.limits.call_timeout_ms.0)
+    }
+
+    /// The CORS rule: the configured origins, or any loopback origin on any port.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        if self.config.security.cors_origins.is_empty() {
+            is_loopback_origin(origin)
+        } else {
+            self.config.security.cors_origins.iter().any(|o| o == origin || o == "*")
+        }
+    }
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+        return false;
+    };
+    let host = match rest.strip_prefix("[::1]") {
+        Some(after) => return after.is_empty() || after.strip_prefix(':').is_some_and(is_port),
+        None => rest,
+    };
+    let (host, port) = match host.split_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (host, None),
+    };
+    (host == "localhost" || host == "127.0.0.1") && port.is_none_or(is_port)
+}
+
+fn is_port(p: &str) -> bool {
+    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
+}
+
+pub struct Service {
+    pub name: String,
+    pub version: String,
+    pub lifecycle: Lifecycle,
+    pub rate_limiter: RateLimiter,
+    started: Instant,
+    settings: RwLock<Arc<Settings>>,
+    toolset: RwLock<Arc<ToolSet>>,
+    active_calls: AtomicU64,
+    tools_changed: Arc<Notify>,
+}
+
+/// Counts a call as active for as long as it lives.
+struct ActiveCall<'a>(&'a AtomicU64);
+
+impl Drop for ActiveCall<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Service {
+    /// Builds the service and its providers; nothing connects until [`Service::start`].
+    pub fn new(config: ServiceConfig) -> Result<Arc<Service>, ServiceError> {
+        let tools_changed = Arc::new(Notify::new());
+        let name = config.service.name.to_string();
+        let version = config.version();
+        let providers = build_providers(&config, &[], &tools_changed)?;
+        let openapi = Arc::new(service_document(&name, &version, &[]));
+        Ok(Arc::new(Service {
+            rate_limiter: RateLimiter::new(config.security.rate_limit.0),
+            lifecycle: Lifecycle::default(),
+            started: Instant::now(),
+            toolset: RwLock::new(Arc::new(ToolSet { providers, registry: ToolRegistry::default(), openapi })),
+            settings: RwLock::new(Arc::new(Settings::new(config))),
+            active_calls: AtomicU64::new(0),
+            tools_changed,
+            name,
+            version,
+        }))
+    }
+
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn toolset(&self) -> Arc<ToolSet> {
+        self.toolset.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Connects every provider (concurrently), builds the tool list and starts serving.
+    /// Two providers offering one tool name is an error naming both.
+    pub async fn start(self: &Arc<Self>) -> Result<(), ServiceError> {
+        let providers = self.toolset().providers.clone();
+        futures::future::join_all(providers.iter().map(|p| p.start())).await;
+        let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
+        if let Some(conflict) = conflicts.into_iter().next() {
+            return Err(ServiceError::DuplicateTool { service: self.name.clone(), conflict });
+        }
+        self.install(providers, registry);
+        self.lifecycle.set(Phase::Running);
+        tokio::spawn(self.clone().follow_tool_changes());
+        let health = self.health().await;
+        tracing::info!(service = %self.name, status = ?health.status, tools = self.toolset().registry.tools().len(), "service ready");
+        Ok(())
+    }
+
+    /// Rebuilds the tool list whenever a provider says its tools changed.
+    async fn follow_tool_changes(self: Arc<Self>) {
+        loop {
+            self.tools_changed.notified().await;
+            if matches!(self.lifecycle.phase(), Phase::ShuttingDown | Phase::Stopped) {
+                return;
+            }
+            let providers = self.toolset().providers.clone();
+            let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
+            for conflict in conflicts {
+                tracing::error!(service = %self.name, "{conflict}; the first provider keeps it");
+            }
+            self.install(providers, registry);
+        }
+    }
+
+    fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
+        let openapi = Arc::new(service_document(&self.name, &self.version, registry.tools()));
+        *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet { providers, registry, openapi });
+    }
+
+    /// Applies a re-read configuration: providers whose entry is unchanged keep running, new
+    /// ones start, removed ones stop. A new config that cannot work is refused whole.
+    pub async fn reload(self: &Arc<Self>, config: ServiceConfig) -> Result<(), ServiceError> {
+        let current = self.settings();
+        let old = &current.config;
+        if old.service.port != config.service.port || old.service.host != config.service.host {
+            tracing::warn!(service = %self.name, "service.host/port changes take effect at the next start; keeping the current address");
+        }
+        let old_providers = self.toolset().providers.clone();
+        let kept: Vec<(&crate::config::ProviderConfig, Arc<dyn Provider>)> = old
+            .providers
+            .iter()
+            .zip(old_providers.iter().cloned())
+            .filter(|(c, _)| config.providers.iter().any(|n| same_provider(n, c)))
+            .collect();
+        let providers = build_providers(&config, &kept, &self.tools_changed)?;
+        let fresh: Vec<Arc<dyn Provider>> =
+            providers.iter().filter(|p| !old_providers.iter().any(|o| Arc::ptr_eq(o, p))).cloned().collect();
+        futures::future::join_all(fresh.iter().map(|p| p.start())).await;
+        let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
+        if let Some(conflict) = conflicts.into_iter().next() {
+            futures::future::join_all(fresh.iter().map(|p| p.shutdown())).await;
+            return Err(ServiceError::DuplicateTool { service: self.name.clone(), conflict });
+        }
+        self.rate_limiter.set_rate(config.security.rate_limit.0);
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Settings::new(config));
+        self.install(providers.clone(), registry);
+        let removed: Vec<Arc<dyn Provider>> =
+            old_providers.into_iter().filter(|o| !providers.iter().any(|p| Arc::ptr_eq(o, p))).collect();
+        futures::future::join_all(removed.iter().map(|p| p.shutdown())).await;
+        tracing::info!(
+            service = %self.name, started = fresh.len(), stopped = removed.len(),
+            tools = self.toolset().registry.tools().len(), "configuration reloaded"
+        );
+        Ok(())
+    }
+
+    pub fn tools_response(&self) -> ToolsResponse {
+        ToolsResponse {
+            service: self.name.clone(),
+            version: self.version.clone(),
+            tools: self.toolset().registry.tools().to_vec(),
+        }
+    }
+
+    pub fn openapi(&self) -> Arc<Value> {
+        self.toolset().openapi.clone()
+    }
+
+    /// Validates and runs one tool call within the configured timeout.
+    pub async fn call_tool(&self, tool: &str, arguments: JsonObject, request_id: &str) -> Result<Value, CallFailure> {
+        let toolset = self.toolset();
+        let Some(entry) = toolset.registry.get(tool) else {
+            return Err(CallFailure::new(ErrorCode::ToolNotFound, format!("Tool '{tool}' not found")));
+        };
+        let arguments = Value::Object(arguments);
+        if let Some(validator) = &entry.validator
+            && let Err(issues) = validator.check(&arguments)
+        {
+            return Err(CallFailure {
+                code: ErrorCode::InvalidArguments,
+                message: format!("Arguments do not match the input schema of tool '{tool}': {} problem(s), see meta.validation_errors", issues.len()),
+                validation_errors: Some(issues),
+            });
+        }
+        let Value::Object(arguments) = arguments else { unreachable!("built from an object above") };
+        let timeout = self.settings().call_timeout();
+        let cx = CallContext { request_id: request_id.to_owned(), timeout };
+        self.active_calls.fetch_add(1, Ordering::AcqRel);
+        let _active = ActiveCall(&self.active_calls);
+        // The provider enforces the timeout itself (cancelling upstream); this outer bound
+        // only guards against a provider that does not.
+        let outcome = tokio::time::timeout(timeout + Duration::from_secs(1), entry.provider.call(tool, arguments, &cx)).await;
+        match outcome {
+            Ok(Ok(data)) => Ok(data),
+            Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
+            Err(_) => Err(CallFailure::new(
+                ErrorCode::Timeout,
+                format!("Tool '{tool}' did not answer within {} ms", timeout.as_millis()),
+            )),
+        }
+    }
+
+    pub async fn health(&self) -> HealthResponse {
+        let providers = self.toolset().providers.clone();
+        let mut dependencies = BTreeMap::new();
+        for reports in futures::future::join_all(providers.iter().map(|p| p.health())).await {
+            dependencies.extend(reports);
+        }
+        let phase = self.lifecycle.phase();
+        let status = match phase {
+            Phase::Running if dependencies.values().all(|d| d.status == DependencyState::Connected) => HealthStatus::Healthy,
+            Phase::Running => HealthStatus::Degraded,
+            _ => HealthStatus::Unavailable,
+        };
+        let state = match (phase, status) {
+            (Phase::Initializing, _) => "INITIALIZING",
+            (Phase::Running, HealthStatus::Healthy) => "HEALTHY",
+            (Phase::Running, _) => "DEGRADED",
+            (Phase::ShuttingDown, _) => "SHUTTING_DOWN",
+            (Phase::Stopped, _) => "STOPPED",
+        };
+        HealthResponse {
+            status,
+            service: self.name.clone(),
+            version: self.version.clone(),
+            state: state.to_owned(),
+            uptime_seconds: self.started.elapsed().as_secs(),
+            active_calls: self.active_calls.load(Ordering::Acquire),
+            dependencies,
+        }
+    }
+
+    /// Stops taking requests (they answer 503); in-flight ones are left to finish.
+    pub fn begin_shutdown(&self) {
+        self.lifecycle.set(Phase::ShuttingDown);
+        self.tools_changed.notify_one();
+    }
+
+    /// Stops every provider (children included).
+    pub async fn stop_providers(&self) {
+        let providers = self.toolset().providers.clone();
+        futures::future::join_all(providers.iter().map(|p| p.shutdown())).await;
+        self.lifecycle.set(Phase::Stopped);
+    }
+}
+
+/// Same name and same settings, wherever in the file the entry now stands.
+fn same_provider(a: &crate::config::ProviderConfig, b: &crate::config::ProviderConfig) -> bool {
+    a.name.value == b.name.value
+        && a.kind == b.kind
+        && a.command == b.command
+        && a.args == b.args
+        && a.env == b.env
+        && a.cwd == b.cwd
+        && a.url == b.url
+        && a.headers == b.headers
+}
+
+/// The providers of `config` in order, reusing the running ones whose entry is unchanged.
+fn build_providers(
+    config: &ServiceConfig,
+    running: &[(&crate::config::ProviderConfig, Arc<dyn Provider>)],
+    tools_changed: &Arc<Notify>,
+) -> Result<Vec<Arc<dyn Provider>>, ServiceError> {
+    let hooks = ProviderHooks { service: config.service.name.to_string(), tools_changed: tools_changed.clone() };
+    config
+        .providers
+        .iter()
+        .map(|entry| match running.iter().find(|(c, _)| same_provider(c, entry)) {
+            Some((_, provider)) => Ok(provider.clone()),
+            None => provider::build(config, entry, hooks.clone())
+                .map_err(|source| ServiceError::Provider { service: config.service.name.to_string(), source }),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_any_port() {
+        for ok in ["http://localhost", "http://localhost:3000", "https://127.0.0.1:8443", "http://[::1]:5173"] {
+            assert!(is_loopback_origin(ok), "{ok}");
+        }
+        for bad in ["http://localhost.evil.com", "http://example.com", "null", "http://127.0.0.1:abc", "file://x"] {
+            assert!(!is_loopback_origin(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP servers the gateway's default config and its tests talk to, into
+# the gitignored folder .deps/ of this checkout. Idempotent: a second run with the same pinned
+# versions does nothing. Needs node + npm and python3 (with venv) on PATH.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deps="$root/.deps"
+
+# Pinned so a test run today and one next month talk to the same servers.
+EVERYTHING_VERSION="2026.8.31"
+MEMORY_VERSION="2026.8.31"
+TIME_VERSION="2026.10.19"
+
+stamp="$deps/.installed"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+
+for tool in node npm python3; do
+  command -v "$tool" >/dev/null || { echo "install-test-deps: '$tool' is not on PATH" >&2; exit 1; }
+done
+
+mkdir -p "$deps"
+echo "install-test-deps: installing MCP servers into $deps" >&2
+
+# npm: a private package.json so the install never touches anything outside .deps/.
+if [ ! -f "$deps/package.json" ]; then
+  printf '{ "name": "mcp-http-gateway-deps", "private": true }\n' > "$deps/package.json"
+fi
+npm install --prefix "$deps" --no-audit --no-fund --loglevel=error \
+  "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
+  "@modelcontextprotocol/server-memory@$MEMORY_VERSION" >&2
+
+# PyPI: its own venv, since mcp-server-time needs a newer `mcp` than the system may carry.
+if [ ! -x "$deps/venv/bin/python" ]; then
+  python3 -m venv "$deps/venv"
+fi
+"$deps/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "mcp-server-time==$TIME_VERSION" >&2
+
+echo "$want" > "$stamp"
+echo "install-test-deps: done" >&2
