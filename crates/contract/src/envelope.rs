@@ -38,12 +38,34 @@ pub struct Envelope {
 impl Envelope {
     /// A successful answer carrying `data`.
     pub fn ok(data: Value, request_id: String, timestamp: String, meta: Option<Meta>) -> Self {
-        Envelope { success: true, data: Some(data), error: None, code: None, request_id, timestamp, meta }
+        Envelope {
+            success: true,
+            data: Some(data),
+            error: None,
+            code: None,
+            request_id,
+            timestamp,
+            meta,
+        }
     }
 
     /// A failed answer with its code and message.
-    pub fn err(code: ErrorCode, error: String, request_id: String, timestamp: String, meta: Option<Meta>) -> Self {
-        Envelope { success: false, data: None, error: Some(error), code: Some(code), request_id, timestamp, meta }
+    pub fn err(
+        code: ErrorCode,
+        error: String,
+        request_id: String,
+        timestamp: String,
+        meta: Option<Meta>,
+    ) -> Self {
+        Envelope {
+            success: false,
+            data: None,
+            error: Some(error),
+            code: Some(code),
+            request_id,
+            timestamp,
+            meta,
+        }
     }
 }
 
@@ -92,12 +114,21 @@ mod tests {
     fn success_omits_error_and_code() {
         let e = Envelope::ok(json!({"x": 1}), "id".into(), "t".into(), None);
         let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(v, json!({"success": true, "data": {"x": 1}, "request_id": "id", "timestamp": "t"}));
+        assert_eq!(
+            v,
+            json!({"success": true, "data": {"x": 1}, "request_id": "id", "timestamp": "t"})
+        );
     }
 
     #[test]
     fn failure_omits_data() {
-        let e = Envelope::err(ErrorCode::Timeout, "slow".into(), "id".into(), "t".into(), None);
+        let e = Envelope::err(
+            ErrorCode::Timeout,
+            "slow".into(),
+            "id".into(),
+            "t".into(),
+            None,
+        );
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,
@@ -108,6 +139,12 @@ mod tests {
     #[test]
     fn empty_meta_is_empty() {
         assert!(Meta::default().is_empty());
-        assert!(!Meta { execution_time_ms: Some(0), ..Meta::default() }.is_empty());
+        assert!(
+            !Meta {
+                execution_time_ms: Some(0),
+                ..Meta::default()
+            }
+            .is_empty()
+        );
     }
 }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// Why a request failed. Serialized in SCREAMING_SNAKE_CASE, e.g. `TOOL_NOT_FOUND`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// The request names a tool this service does not have.
@@ -115,11 +117,15 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => {
                 "The request is malformed: invalid JSON, wrong Content-Type, missing or mistyped fields, or a request id that is not a UUID v4."
             }
-            ErrorCode::Unauthorized => "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong.",
+            ErrorCode::Unauthorized => {
+                "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong."
+            }
             ErrorCode::NotFound => "No route matches the path.",
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
-            ErrorCode::RateLimited => "More requests than security.rate_limit allows; retry after Retry-After seconds.",
+            ErrorCode::RateLimited => {
+                "More requests than security.rate_limit allows; retry after Retry-After seconds."
+            }
             ErrorCode::ExecutionError => {
                 "The tool ran and reported an error, or the dependency behind it is unavailable."
             }
@@ -138,7 +144,9 @@ impl ErrorCode {
         match self {
             ErrorCode::ToolNotFound => "Tool 'no_such_tool' not found",
             ErrorCode::InvalidArguments => "Arguments do not match the input schema of tool 'echo'",
-            ErrorCode::InvalidRequest => "Request body is not valid JSON: expected value at line 1 column 1",
+            ErrorCode::InvalidRequest => {
+                "Request body is not valid JSON: expected value at line 1 column 1"
+            }
             ErrorCode::Unauthorized => "Missing or invalid API key",
             ErrorCode::NotFound => "No route for GET /no-such-route",
             ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
@@ -174,7 +182,10 @@ mod tests {
 
     #[test]
     fn statuses_are_the_designed_ones() {
-        let table: Vec<(&str, u16)> = ErrorCode::ALL.iter().map(|c| (c.as_str(), c.http_status())).collect();
+        let table: Vec<(&str, u16)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str(), c.http_status()))
+            .collect();
         assert_eq!(
             table,
             vec![

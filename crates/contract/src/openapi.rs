@@ -7,11 +7,15 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::example::ExampleBuilder;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
+};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, SchemaType, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::{
     ComponentsBuilder, ContentBuilder, HeaderBuilder, InfoBuilder, OpenApi, OpenApiBuilder,
     PathsBuilder, Ref, RefOr, Required, ResponseBuilder, ResponsesBuilder, Schema,
@@ -19,8 +23,8 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, Meta,
-    ToolRequest, ToolSchema, ToolsResponse, ValidationIssue,
+    CONTRACT_VERSION, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse,
+    HealthStatus, Meta, ToolRequest, ToolSchema, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -28,7 +32,8 @@ const EXAMPLE_REQUEST_ID: &str = "3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c";
 const EXAMPLE_TIMESTAMP: &str = "2026-01-01T12:00:00.000Z";
 
 /// The shell command that rewrites the committed document from the code.
-pub const REGENERATE_COMMAND: &str = "cargo run -p mcp-http-gateway -- openapi > openapi/openapi.yaml";
+pub const REGENERATE_COMMAND: &str =
+    "cargo run -q -p mcp-http-gateway -- openapi > openapi/openapi.yaml";
 
 /// The operations of the contract, with the error codes each can answer.
 struct Operation {
@@ -149,7 +154,12 @@ fn info_description() -> String {
          | code | HTTP status | meaning |\n|---|---|---|\n",
     );
     for code in ErrorCode::ALL {
-        text.push_str(&format!("| {} | {} | {} |\n", code.as_str(), code.http_status(), code.meaning()));
+        text.push_str(&format!(
+            "| {} | {} | {} |\n",
+            code.as_str(),
+            code.http_status(),
+            code.meaning()
+        ));
     }
     text
 }
@@ -165,10 +175,14 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .name("X-Request-Id")
                 .parameter_in(ParameterIn::Header)
                 .required(Required::False)
-                .description(Some("UUID v4 to use as the request id; generated when absent."))
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String).format(Some(
-                    utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Uuid),
-                )))),
+                .description(Some(
+                    "UUID v4 to use as the request id; generated when absent.",
+                ))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).format(
+                    Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                        utoipa::openapi::KnownFormat::Uuid,
+                    )),
+                ))),
         );
     if op.path == "/health" {
         builder = builder.tag("health");
@@ -208,11 +222,21 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
     builder.responses(responses(op)).build()
 }
 
-fn json_body(schema: RefOr<Schema>, description: &str, example: Value) -> utoipa::openapi::request_body::RequestBody {
+fn json_body(
+    schema: RefOr<Schema>,
+    description: &str,
+    example: Value,
+) -> utoipa::openapi::request_body::RequestBody {
     RequestBodyBuilder::new()
         .description(Some(description))
         .required(Some(Required::True))
-        .content("application/json", ContentBuilder::new().schema(Some(schema)).example(Some(example)).build())
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(schema))
+                .example(Some(example))
+                .build(),
+        )
         .build()
 }
 
@@ -237,13 +261,20 @@ fn responses(op: &Operation) -> utoipa::openapi::Responses {
     for (status, codes) in by_status {
         let names: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
         let mut response = ResponseBuilder::new()
-            .description(format!("Failure: the envelope with `code` {}.", names.join(" or ")))
+            .description(format!(
+                "Failure: the envelope with `code` {}.",
+                names.join(" or ")
+            ))
             .header("X-Request-Id", request_id_header());
         if codes.iter().any(|c| c.has_retry_after()) {
             response = response.header(
                 "Retry-After",
                 HeaderBuilder::new()
-                    .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(0)),
+                    )
                     .description(Some("Seconds to wait before retrying (429 and 503 only)."))
                     .build(),
             );
@@ -251,7 +282,10 @@ fn responses(op: &Operation) -> utoipa::openapi::Responses {
         let examples = codes.iter().map(|code| {
             (
                 code.as_str(),
-                ExampleBuilder::new().summary(code.meaning()).value(Some(error_example(op, *code))).build(),
+                ExampleBuilder::new()
+                    .summary(code.meaning())
+                    .value(Some(error_example(op, *code)))
+                    .build(),
             )
         });
         response = response.content(
@@ -271,7 +305,9 @@ fn request_id_header() -> utoipa::openapi::Header {
         .schema(ObjectBuilder::new().schema_type(Type::String).format(Some(
             utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Uuid),
         )))
-        .description(Some("The request id of this request (the same as the body's `request_id`)."))
+        .description(Some(
+            "The request id of this request (the same as the body's `request_id`).",
+        ))
         .build()
 }
 
@@ -325,7 +361,12 @@ fn success_example(op: &Operation) -> Value {
             Meta { execution_time_ms: Some(3), tool: Some("echo".into()), ..Meta::default() },
         ),
     };
-    let envelope = Envelope::ok(data, EXAMPLE_REQUEST_ID.into(), EXAMPLE_TIMESTAMP.into(), Some(meta));
+    let envelope = Envelope::ok(
+        data,
+        EXAMPLE_REQUEST_ID.into(),
+        EXAMPLE_TIMESTAMP.into(),
+        Some(meta),
+    );
     serde_json::to_value(envelope).expect("example serializes")
 }
 
@@ -333,14 +374,30 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
     let mut meta = Meta::default();
     if is_call(op) {
         meta.execution_time_ms = Some(if code == ErrorCode::Timeout { 30000 } else { 1 });
-        if !matches!(code, ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::PayloadTooLarge) {
-            meta.tool = Some(if code == ErrorCode::ToolNotFound { "no_such_tool" } else { "echo" }.into());
+        if !matches!(
+            code,
+            ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::PayloadTooLarge
+        ) {
+            meta.tool = Some(
+                if code == ErrorCode::ToolNotFound {
+                    "no_such_tool"
+                } else {
+                    "echo"
+                }
+                .into(),
+            );
         }
     }
     if code == ErrorCode::InvalidArguments {
         meta.validation_errors = Some(vec![
-            ValidationIssue { path: "".into(), message: "\"message\" is a required property".into() },
-            ValidationIssue { path: "/count".into(), message: "\"three\" is not of type \"integer\"".into() },
+            ValidationIssue {
+                path: "".into(),
+                message: "\"message\" is a required property".into(),
+            },
+            ValidationIssue {
+                path: "/count".into(),
+                message: "\"three\" is not of type \"integer\"".into(),
+            },
         ]);
     }
     if op.id == "getHealth" && code == ErrorCode::ServiceUnavailable {
@@ -366,9 +423,18 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
 }
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
-fn envelope_variant(success: bool, data: Option<RefOr<Schema>>, required: &[&str], description: &str) -> Schema {
-    let mut constraint = ObjectBuilder::new()
-        .property("success", ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([success])));
+fn envelope_variant(
+    success: bool,
+    data: Option<RefOr<Schema>>,
+    required: &[&str],
+    description: &str,
+) -> Schema {
+    let mut constraint = ObjectBuilder::new().property(
+        "success",
+        ObjectBuilder::new()
+            .schema_type(Type::Boolean)
+            .enum_values(Some([success])),
+    );
     if let Some(data) = data {
         constraint = constraint.property("data", data);
     }
@@ -403,26 +469,56 @@ fn components() -> utoipa::openapi::Components {
     for (name, schema) in schemas {
         builder = builder.schema(name, schema);
     }
-    let any_data = Some(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build())));
+    let any_data = Some(RefOr::T(Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(SchemaType::AnyValue)
+            .build(),
+    )));
     builder
         .schema(
             "ErrorEnvelope",
-            envelope_variant(false, None, &["error", "code"], "A failed answer: `error` and `code`, no `data`."),
+            envelope_variant(
+                false,
+                None,
+                &["error", "code"],
+                "A failed answer: `error` and `code`, no `data`.",
+            ),
         )
         .schema(
             "ToolsEnvelope",
-            envelope_variant(true, Some(Ref::from_schema_name("ToolsResponse").into()), &["data"], "GET /tools answer."),
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("ToolsResponse").into()),
+                &["data"],
+                "GET /tools answer.",
+            ),
         )
         .schema(
             "CallToolEnvelope",
-            envelope_variant(true, any_data, &["data"], "A tool's result in `data`; `meta.execution_time_ms` always set."),
+            envelope_variant(
+                true,
+                any_data,
+                &["data"],
+                "A tool's result in `data`; `meta.execution_time_ms` always set.",
+            ),
         )
         .schema(
             "HealthEnvelope",
-            envelope_variant(true, Some(Ref::from_schema_name("HealthResponse").into()), &["data"], "GET /health answer."),
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("HealthResponse").into()),
+                &["data"],
+                "GET /health answer.",
+            ),
         )
-        .security_scheme("apiKey", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))))
-        .security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()))
+        .security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        )
+        .security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        )
         .build()
 }
 
@@ -436,11 +532,14 @@ mod tests {
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (_method, op) in item.as_object().unwrap() {
                 for (status, response) in op["responses"].as_object().unwrap() {
-                    let Some(examples) = response["content"]["application/json"]["examples"].as_object() else {
+                    let Some(examples) =
+                        response["content"]["application/json"]["examples"].as_object()
+                    else {
                         continue;
                     };
                     for (name, example) in examples {
-                        let code: ErrorCode = serde_json::from_value(example["value"]["code"].clone()).unwrap();
+                        let code: ErrorCode =
+                            serde_json::from_value(example["value"]["code"].clone()).unwrap();
                         assert_eq!(code.as_str(), name, "{path} {status}");
                         assert_eq!(code.http_status().to_string(), *status, "{path} {name}");
                     }
@@ -452,8 +551,12 @@ mod tests {
     #[test]
     fn call_tool_documents_the_required_statuses() {
         let doc = document_json();
-        let responses = doc["paths"]["/call-tool"]["post"]["responses"].as_object().unwrap();
-        for status in ["200", "400", "401", "404", "405", "413", "429", "500", "503", "504"] {
+        let responses = doc["paths"]["/call-tool"]["post"]["responses"]
+            .as_object()
+            .unwrap();
+        for status in [
+            "200", "400", "401", "404", "405", "413", "429", "500", "503", "504",
+        ] {
             assert!(responses.contains_key(status), "missing {status}");
         }
     }

@@ -16,9 +16,18 @@ use serde_saphyr::Spanned;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: {message}{snippet}")]
-    Invalid { path: String, line: u64, column: u64, message: String, snippet: String },
+    Invalid {
+        path: String,
+        line: u64,
+        column: u64,
+        message: String,
+        snippet: String,
+    },
     #[error("{path}: {message}")]
     Whole { path: String, message: String },
 }
@@ -81,7 +90,10 @@ fn default_level() -> String {
 
 impl Default for LoggingSection {
     fn default() -> Self {
-        LoggingSection { level: default_level(), format: LogFormat::default() }
+        LoggingSection {
+            level: default_level(),
+            format: LogFormat::default(),
+        }
     }
 }
 
@@ -111,7 +123,10 @@ fn default_health_interval() -> AtLeast<10> {
 
 impl Default for MonitoringSection {
     fn default() -> Self {
-        MonitoringSection { metrics_enabled: false, health_check_interval: default_health_interval() }
+        MonitoringSection {
+            metrics_enabled: false,
+            health_check_interval: default_health_interval(),
+        }
     }
 }
 
@@ -245,7 +260,9 @@ fn check_name(value: &str, what: &str) -> Result<(), String> {
     if first_ok && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
         Ok(())
     } else {
-        Err(format!("{what} '{value}' must match ^[a-z][a-z0-9-]*$ (lowercase letter, then lowercase letters, digits, '-')"))
+        Err(format!(
+            "{what} '{value}' must match ^[a-z][a-z0-9-]*$ (lowercase letter, then lowercase letters, digits, '-')"
+        ))
     }
 }
 
@@ -300,15 +317,18 @@ impl ServiceConfig {
     /// Reads, parses and validates one file.
     pub fn load(path: &Path) -> Result<ServiceConfig, ConfigError> {
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
         let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, &shown, base_dir)
     }
 
     /// Parses and validates a file's text; `shown` names it in messages.
     pub fn parse(text: &str, shown: &str, base_dir: PathBuf) -> Result<ServiceConfig, ConfigError> {
-        let mut config: ServiceConfig = serde_saphyr::from_str(text).map_err(|e| located(shown, &e))?;
+        let mut config: ServiceConfig =
+            serde_saphyr::from_str(text).map_err(|e| located(shown, &e))?;
         config.base_dir = base_dir;
         config.source = shown.to_owned();
         config.validate()?;
@@ -353,17 +373,26 @@ impl ServiceConfig {
                     (Some(_), None) if !provider.headers.is_empty() => {
                         return Err(self.at(
                             &provider.name,
-                            format!("provider '{}': `headers` apply only to a `url` provider", provider.name.value),
+                            format!(
+                                "provider '{}': `headers` apply only to a `url` provider",
+                                provider.name.value
+                            ),
                         ));
                     }
                     (None, Some(url)) => {
-                        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("${")) {
+                        if !(url.starts_with("http://")
+                            || url.starts_with("https://")
+                            || url.starts_with("${"))
+                        {
                             return Err(self.at(
                                 &provider.name,
                                 format!("provider '{}': url '{url}' must start with http:// or https://", provider.name.value),
                             ));
                         }
-                        if !provider.args.is_empty() || !provider.env.is_empty() || provider.cwd.is_some() {
+                        if !provider.args.is_empty()
+                            || !provider.env.is_empty()
+                            || provider.cwd.is_some()
+                        {
                             return Err(self.at(
                                 &provider.name,
                                 format!("provider '{}': `args`, `env` and `cwd` apply only to a `command` provider", provider.name.value),
@@ -389,7 +418,10 @@ impl ServiceConfig {
 
     /// The version the service reports: its own, else the gateway's.
     pub fn version(&self) -> String {
-        self.service.version.clone().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned())
+        self.service
+            .version
+            .clone()
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned())
     }
 }
 
@@ -399,32 +431,55 @@ fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
     let mut lines = rendered.lines();
     let first = lines.next().unwrap_or_default();
     // The first line reads "error: line L column C: message"; keep only the message.
-    let message = first.splitn(2, ": ").nth(1).map(|rest| match rest.split_once(": ") {
-        Some((position, msg)) if position.starts_with("line ") => msg,
-        _ => rest,
-    });
+    let message =
+        first
+            .split_once(": ")
+            .map(|(_, rest)| rest)
+            .map(|rest| match rest.split_once(": ") {
+                Some((position, msg)) if position.starts_with("line ") => msg,
+                _ => rest,
+            });
     let message = message.unwrap_or(first).to_owned();
-    let snippet: String =
-        lines.map(|l| format!("\n{}", l.replace("<input>", shown))).collect::<String>();
+    let snippet: String = lines
+        .map(|l| format!("\n{}", l.replace("<input>", shown)))
+        .collect::<String>();
     match error.location() {
-        Some(loc) => ConfigError::Invalid { path: shown.to_owned(), line: loc.line(), column: loc.column(), message, snippet },
-        None => ConfigError::Whole { path: shown.to_owned(), message: rendered },
+        Some(loc) => ConfigError::Invalid {
+            path: shown.to_owned(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+            snippet,
+        },
+        None => ConfigError::Whole {
+            path: shown.to_owned(),
+            message: rendered,
+        },
     }
 }
 
 /// Every `*.yaml` file of a folder, sorted, each loaded; the first error stops the scan.
 pub fn load_dir(dir: &Path) -> Result<Vec<ServiceConfig>, ConfigError> {
     let shown = dir.display().to_string();
-    let entries = std::fs::read_dir(dir).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml") && is_service_file(p))
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(ConfigError::Whole { path: shown, message: "no service *.yaml file in this folder".into() });
+        return Err(ConfigError::Whole {
+            path: shown,
+            message: "no service *.yaml file in this folder".into(),
+        });
     }
-    let configs = files.iter().map(|f| ServiceConfig::load(f)).collect::<Result<Vec<_>, _>>()?;
+    let configs = files
+        .iter()
+        .map(|f| ServiceConfig::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
     check_distinct(&configs)?;
     Ok(configs)
 }
@@ -441,7 +496,10 @@ pub fn check_distinct(configs: &[ServiceConfig]) -> Result<(), ConfigError> {
             if a.service.name == b.service.name {
                 return Err(ConfigError::Whole {
                     path: a.source.clone(),
-                    message: format!("service name '{}' is also used by {}", a.service.name, b.source),
+                    message: format!(
+                        "service name '{}' is also used by {}",
+                        a.service.name, b.source
+                    ),
                 });
             }
             if a.service.port == b.service.port && a.service.host == b.service.host {
@@ -463,7 +521,9 @@ pub fn expand_env(value: &str) -> Result<String, String> {
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| format!("unclosed '${{' in '{value}'"))?;
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed '${{' in '{value}'"))?;
         let expr = &after[..end];
         let (name, default) = match expr.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -473,7 +533,11 @@ pub fn expand_env(value: &str) -> Result<String, String> {
             (Ok(v), _) if !v.is_empty() => out.push_str(&v),
             (_, Some(d)) => out.push_str(d),
             (Ok(v), None) => out.push_str(&v),
-            (Err(_), None) => return Err(format!("environment variable {name} is not set (used in '{value}')")),
+            (Err(_), None) => {
+                return Err(format!(
+                    "environment variable {name} is not set (used in '{value}')"
+                ));
+            }
         }
         rest = &after[end + 1..];
     }
@@ -508,16 +572,30 @@ mod tests {
         assert!(e.starts_with("t.yaml:1:"), "{e}");
         assert!(e.contains("port must be from 1024 to 65535, got 80"), "{e}");
         let e = parse("service:\n  name: Docs\n  port: 8000\n").unwrap_err();
-        assert!(e.starts_with("t.yaml:2:9: service name 'Docs' must match"), "{e}");
-        let e = parse("service: { name: docs, port: 8000 }\nmonitoring: { health_check_interval: 5 }\n").unwrap_err();
-        assert!(e.starts_with("t.yaml:2:") && e.contains("at least 10, got 5"), "{e}");
-        let e = parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n").unwrap_err();
-        assert!(e.starts_with("t.yaml:3:15: must be an integer of at least 10, got 9"), "{e}");
+        assert!(
+            e.starts_with("t.yaml:2:9: service name 'Docs' must match"),
+            "{e}"
+        );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nmonitoring: { health_check_interval: 5 }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:2:") && e.contains("at least 10, got 5"),
+            "{e}"
+        );
+        let e =
+            parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n").unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:3:15: must be an integer of at least 10, got 9"),
+            "{e}"
+        );
     }
 
     #[test]
     fn unknown_keys_are_rejected_with_their_position() {
-        let e = parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n").unwrap_err();
+        let e =
+            parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n").unwrap_err();
         assert!(e.starts_with("t.yaml:3:3: unknown field `max_body`"), "{e}");
     }
 
@@ -525,9 +603,17 @@ mod tests {
     fn providers_are_checked_together() {
         let two = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x }\n  - { name: a, kind: mcp, url: \"http://h/mcp\" }\n";
         let e = parse(two).unwrap_err();
-        assert!(e.starts_with("t.yaml:4:") && e.contains("'a' is used twice (first at line 3)"), "{e}");
-        let neither = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp }\n";
-        assert!(parse(neither).unwrap_err().contains("needs `command` (stdio) or `url`"));
+        assert!(
+            e.starts_with("t.yaml:4:") && e.contains("'a' is used twice (first at line 3)"),
+            "{e}"
+        );
+        let neither =
+            "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp }\n";
+        assert!(
+            parse(neither)
+                .unwrap_err()
+                .contains("needs `command` (stdio) or `url`")
+        );
         let both = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x, url: \"http://h\" }\n";
         assert!(parse(both).unwrap_err().contains("not both"));
         let kind = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: soap, command: x }\n";
@@ -546,7 +632,11 @@ mod tests {
         unsafe { std::env::set_var("MHG_TEST_EXPAND", "v") };
         assert_eq!(expand_env("a-${MHG_TEST_EXPAND}-b").unwrap(), "a-v-b");
         assert_eq!(expand_env("${MHG_TEST_UNSET_X:-dflt}").unwrap(), "dflt");
-        assert!(expand_env("${MHG_TEST_UNSET_X}").unwrap_err().contains("MHG_TEST_UNSET_X is not set"));
+        assert!(
+            expand_env("${MHG_TEST_UNSET_X}")
+                .unwrap_err()
+                .contains("MHG_TEST_UNSET_X is not set")
+        );
         assert_eq!(expand_env("plain").unwrap(), "plain");
     }
 }

@@ -53,7 +53,12 @@ enum Command {
 #[derive(Args)]
 struct ServeArgs {
     /// One service's YAML file.
-    #[arg(long, value_name = "FILE", conflicts_with = "config_dir", required_unless_present = "config_dir")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "config_dir",
+        required_unless_present = "config_dir"
+    )]
     config: Option<PathBuf>,
     /// A folder: every *.yaml in it (but services.yaml) is a service.
     #[arg(long, value_name = "DIR")]
@@ -88,7 +93,11 @@ fn main() -> ExitCode {
 fn check_config(paths: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for path in paths {
-        let loaded = if path.is_dir() { config::load_dir(path) } else { ServiceConfig::load(path).map(|c| vec![c]) };
+        let loaded = if path.is_dir() {
+            config::load_dir(path)
+        } else {
+            ServiceConfig::load(path).map(|c| vec![c])
+        };
         match loaded.map_err(|e| e.to_string()).and_then(|configs| {
             configs
                 .into_iter()
@@ -101,7 +110,9 @@ fn check_config(paths: &[PathBuf]) -> ExitCode {
                         c.service.port.0,
                         c.providers.len()
                     );
-                    service::Service::new(c).map(|_| summary).map_err(|e| e.to_string())
+                    service::Service::new(c)
+                        .map(|_| summary)
+                        .map_err(|e| e.to_string())
                 })
                 .collect::<Result<Vec<_>, _>>()
         }) {
@@ -112,7 +123,11 @@ fn check_config(paths: &[PathBuf]) -> ExitCode {
             }
         }
     }
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -125,7 +140,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let configs = source.load()?;
     let first = &configs[0].logging;
     logging::init(args.log_format.unwrap_or(first.format), &first.level);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(runtime::run(source, configs))?;
     Ok(())
 }

@@ -16,7 +16,13 @@ struct Bucket {
 impl RateLimiter {
     pub fn new(per_second: u64) -> Self {
         let rate = per_second as f64;
-        RateLimiter { bucket: Mutex::new(Bucket { rate, tokens: rate, refilled: Instant::now() }) }
+        RateLimiter {
+            bucket: Mutex::new(Bucket {
+                rate,
+                tokens: rate,
+                refilled: Instant::now(),
+            }),
+        }
     }
 
     /// Changes the rate (on reload) without refilling the bucket.

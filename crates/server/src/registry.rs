@@ -58,7 +58,14 @@ impl ToolRegistry {
                         None
                     }
                 };
-                by_name.insert(schema.name.clone(), RegisteredTool { schema, provider: provider.clone(), validator });
+                by_name.insert(
+                    schema.name.clone(),
+                    RegisteredTool {
+                        schema,
+                        provider: provider.clone(),
+                        validator,
+                    },
+                );
             }
         }
         let mut tools: Vec<ToolSchema> = by_name.values().map(|t| t.schema.clone()).collect();

@@ -34,7 +34,11 @@ pub enum RuntimeError {
     #[error(transparent)]
     Service(#[from] ServiceError),
     #[error("service '{service}': cannot listen on {addr}: {source}")]
-    Bind { service: String, addr: String, source: std::io::Error },
+    Bind {
+        service: String,
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -45,30 +49,42 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
     let mut interrupt = signal(SignalKind::interrupt()).map_err(RuntimeError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(RuntimeError::Signals)?;
 
-    let services: Vec<Arc<Service>> = configs.into_iter().map(Service::new).collect::<Result<_, _>>()?;
+    let services: Vec<Arc<Service>> = configs
+        .into_iter()
+        .map(Service::new)
+        .collect::<Result<_, _>>()?;
     let (drain_tx, drain_rx) = watch::channel(false);
     let mut servers = Vec::new();
     for service in &services {
         let settings = service.settings();
-        let addr = format!("{}:{}", settings.config.service.host, settings.config.service.port.0);
-        let listener = TcpListener::bind(&addr).await.map_err(|source| RuntimeError::Bind {
-            service: service.name.clone(),
-            addr: addr.clone(),
-            source,
-        })?;
+        let addr = format!(
+            "{}:{}",
+            settings.config.service.host, settings.config.service.port.0
+        );
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| RuntimeError::Bind {
+                service: service.name.clone(),
+                addr: addr.clone(),
+                source,
+            })?;
         let local = listener.local_addr().map_err(|source| RuntimeError::Bind {
             service: service.name.clone(),
             addr: addr.clone(),
             source,
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
-        let app = crate::http::router(service.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        let app = crate::http::router(service.clone())
+            .into_make_service_with_connect_info::<SocketAddr>();
         let mut drain = drain_rx.clone();
         servers.push(tokio::spawn(async move {
             let stopped = async move {
                 let _ = drain.wait_for(|d| *d).await;
             };
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopped).await {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+            {
                 tracing::error!("server error: {e}");
             }
         }));
@@ -109,12 +125,18 @@ async fn reload(source: &ConfigSource, services: &[Arc<Service>]) {
         }
     };
     for config in &configs {
-        if !services.iter().any(|s| s.name == config.service.name.as_str()) {
+        if !services
+            .iter()
+            .any(|s| s.name == config.service.name.as_str())
+        {
             tracing::warn!(service = %config.service.name, "new service in the configuration; it starts at the next restart");
         }
     }
     for service in services {
-        let Some(config) = configs.iter().find(|c| c.service.name.as_str() == service.name) else {
+        let Some(config) = configs
+            .iter()
+            .find(|c| c.service.name.as_str() == service.name)
+        else {
             tracing::warn!(service = %service.name, "service no longer configured; it stops at the next restart");
             continue;
         };
@@ -126,7 +148,11 @@ async fn reload(source: &ConfigSource, services: &[Arc<Service>]) {
 
 /// Refuses new requests, lets in-flight ones finish within the longest grace period, then
 /// stops every provider.
-async fn shutdown(services: &[Arc<Service>], drain: watch::Sender<bool>, servers: Vec<tokio::task::JoinHandle<()>>) {
+async fn shutdown(
+    services: &[Arc<Service>],
+    drain: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+) {
     for service in services {
         service.begin_shutdown();
     }
@@ -136,8 +162,14 @@ async fn shutdown(services: &[Arc<Service>], drain: watch::Sender<bool>, servers
         .max()
         .unwrap_or_default();
     drain.send_replace(true);
-    if tokio::time::timeout(grace, futures::future::join_all(servers)).await.is_err() {
-        tracing::warn!(grace_ms = grace.as_millis() as u64, "in-flight requests still running after the grace period; stopping anyway");
+    if tokio::time::timeout(grace, futures::future::join_all(servers))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = grace.as_millis() as u64,
+            "in-flight requests still running after the grace period; stopping anyway"
+        );
     }
     futures::future::join_all(services.iter().map(|s| s.stop_providers())).await;
     tracing::info!("stopped");

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use contract::{DependencyState, ErrorCode, HealthResponse, HealthStatus, ToolsResponse, ValidationIssue};
+use contract::{
+    DependencyState, ErrorCode, HealthResponse, HealthStatus, ToolsResponse, ValidationIssue,
+};
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -24,7 +26,10 @@ use crate::service_doc::service_document;
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error("service '{service}': {source}")]
-    Provider { service: String, source: provider::ProviderError },
+    Provider {
+        service: String,
+        source: provider::ProviderError,
+    },
     #[error("service '{service}': {conflict}")]
     DuplicateTool { service: String, conflict: Conflict },
 }
@@ -39,7 +44,11 @@ pub struct CallFailure {
 
 impl CallFailure {
     fn new(code: ErrorCode, message: String) -> Self {
-        CallFailure { code, message, validation_errors: None }
+        CallFailure {
+            code,
+            message,
+            validation_errors: None,
+        }
     }
 }
 
@@ -81,13 +90,20 @@ impl Settings {
         if self.config.security.cors_origins.is_empty() {
             is_loopback_origin(origin)
         } else {
-            self.config.security.cors_origins.iter().any(|o| o == origin || o == "*")
+            self.config
+                .security
+                .cors_origins
+                .iter()
+                .any(|o| o == origin || o == "*")
         }
     }
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
         return false;
     };
     let host = match rest.strip_prefix("[::1]") {
@@ -138,7 +154,11 @@ impl Service {
             rate_limiter: RateLimiter::new(config.security.rate_limit.0),
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
-            toolset: RwLock::new(Arc::new(ToolSet { providers, registry: ToolRegistry::default(), openapi })),
+            toolset: RwLock::new(Arc::new(ToolSet {
+                providers,
+                registry: ToolRegistry::default(),
+                openapi,
+            })),
             settings: RwLock::new(Arc::new(Settings::new(config))),
             active_calls: AtomicU64::new(0),
             tools_changed,
@@ -148,11 +168,17 @@ impl Service {
     }
 
     pub fn settings(&self) -> Arc<Settings> {
-        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.settings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn toolset(&self) -> Arc<ToolSet> {
-        self.toolset.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.toolset
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Connects every provider (concurrently), builds the tool list and starts serving.
@@ -162,7 +188,10 @@ impl Service {
         futures::future::join_all(providers.iter().map(|p| p.start())).await;
         let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
         if let Some(conflict) = conflicts.into_iter().next() {
-            return Err(ServiceError::DuplicateTool { service: self.name.clone(), conflict });
+            return Err(ServiceError::DuplicateTool {
+                service: self.name.clone(),
+                conflict,
+            });
         }
         self.install(providers, registry);
         self.lifecycle.set(Phase::Running);
@@ -189,8 +218,16 @@ impl Service {
     }
 
     fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
-        let openapi = Arc::new(service_document(&self.name, &self.version, registry.tools()));
-        *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet { providers, registry, openapi });
+        let openapi = Arc::new(service_document(
+            &self.name,
+            &self.version,
+            registry.tools(),
+        ));
+        *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet {
+            providers,
+            registry,
+            openapi,
+        });
     }
 
     /// Applies a re-read configuration: providers whose entry is unchanged keep running, new
@@ -209,19 +246,27 @@ impl Service {
             .filter(|(c, _)| config.providers.iter().any(|n| same_provider(n, c)))
             .collect();
         let providers = build_providers(&config, &kept, &self.tools_changed)?;
-        let fresh: Vec<Arc<dyn Provider>> =
-            providers.iter().filter(|p| !old_providers.iter().any(|o| Arc::ptr_eq(o, p))).cloned().collect();
+        let fresh: Vec<Arc<dyn Provider>> = providers
+            .iter()
+            .filter(|p| !old_providers.iter().any(|o| Arc::ptr_eq(o, p)))
+            .cloned()
+            .collect();
         futures::future::join_all(fresh.iter().map(|p| p.start())).await;
         let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
         if let Some(conflict) = conflicts.into_iter().next() {
             futures::future::join_all(fresh.iter().map(|p| p.shutdown())).await;
-            return Err(ServiceError::DuplicateTool { service: self.name.clone(), conflict });
+            return Err(ServiceError::DuplicateTool {
+                service: self.name.clone(),
+                conflict,
+            });
         }
         self.rate_limiter.set_rate(config.security.rate_limit.0);
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Settings::new(config));
         self.install(providers.clone(), registry);
-        let removed: Vec<Arc<dyn Provider>> =
-            old_providers.into_iter().filter(|o| !providers.iter().any(|p| Arc::ptr_eq(o, p))).collect();
+        let removed: Vec<Arc<dyn Provider>> = old_providers
+            .into_iter()
+            .filter(|o| !providers.iter().any(|p| Arc::ptr_eq(o, p)))
+            .collect();
         futures::future::join_all(removed.iter().map(|p| p.shutdown())).await;
         tracing::info!(
             service = %self.name, started = fresh.len(), stopped = removed.len(),
@@ -243,10 +288,18 @@ impl Service {
     }
 
     /// Validates and runs one tool call within the configured timeout.
-    pub async fn call_tool(&self, tool: &str, arguments: JsonObject, request_id: &str) -> Result<Value, CallFailure> {
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        request_id: &str,
+    ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
         let Some(entry) = toolset.registry.get(tool) else {
-            return Err(CallFailure::new(ErrorCode::ToolNotFound, format!("Tool '{tool}' not found")));
+            return Err(CallFailure::new(
+                ErrorCode::ToolNotFound,
+                format!("Tool '{tool}' not found"),
+            ));
         };
         let arguments = Value::Object(arguments);
         if let Some(validator) = &entry.validator
@@ -254,24 +307,39 @@ impl Service {
         {
             return Err(CallFailure {
                 code: ErrorCode::InvalidArguments,
-                message: format!("Arguments do not match the input schema of tool '{tool}': {} problem(s), see meta.validation_errors", issues.len()),
+                message: format!(
+                    "Arguments do not match the input schema of tool '{tool}': {} problem(s), see meta.validation_errors",
+                    issues.len()
+                ),
                 validation_errors: Some(issues),
             });
         }
-        let Value::Object(arguments) = arguments else { unreachable!("built from an object above") };
+        let Value::Object(arguments) = arguments else {
+            unreachable!("built from an object above")
+        };
         let timeout = self.settings().call_timeout();
-        let cx = CallContext { request_id: request_id.to_owned(), timeout };
+        let cx = CallContext {
+            request_id: request_id.to_owned(),
+            timeout,
+        };
         self.active_calls.fetch_add(1, Ordering::AcqRel);
         let _active = ActiveCall(&self.active_calls);
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
-        let outcome = tokio::time::timeout(timeout + Duration::from_secs(1), entry.provider.call(tool, arguments, &cx)).await;
+        let outcome = tokio::time::timeout(
+            timeout + Duration::from_secs(1),
+            entry.provider.call(tool, arguments, &cx),
+        )
+        .await;
         match outcome {
             Ok(Ok(data)) => Ok(data),
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
                 ErrorCode::Timeout,
-                format!("Tool '{tool}' did not answer within {} ms", timeout.as_millis()),
+                format!(
+                    "Tool '{tool}' did not answer within {} ms",
+                    timeout.as_millis()
+                ),
             )),
         }
     }
@@ -284,7 +352,13 @@ impl Service {
         }
         let phase = self.lifecycle.phase();
         let status = match phase {
-            Phase::Running if dependencies.values().all(|d| d.status == DependencyState::Connected) => HealthStatus::Healthy,
+            Phase::Running
+                if dependencies
+                    .values()
+                    .all(|d| d.status == DependencyState::Connected) =>
+            {
+                HealthStatus::Healthy
+            }
             Phase::Running => HealthStatus::Degraded,
             _ => HealthStatus::Unavailable,
         };
@@ -338,15 +412,23 @@ fn build_providers(
     running: &[(&crate::config::ProviderConfig, Arc<dyn Provider>)],
     tools_changed: &Arc<Notify>,
 ) -> Result<Vec<Arc<dyn Provider>>, ServiceError> {
-    let hooks = ProviderHooks { service: config.service.name.to_string(), tools_changed: tools_changed.clone() };
+    let hooks = ProviderHooks {
+        tools_changed: tools_changed.clone(),
+    };
     config
         .providers
         .iter()
-        .map(|entry| match running.iter().find(|(c, _)| same_provider(c, entry)) {
-            Some((_, provider)) => Ok(provider.clone()),
-            None => provider::build(config, entry, hooks.clone())
-                .map_err(|source| ServiceError::Provider { service: config.service.name.to_string(), source }),
-        })
+        .map(
+            |entry| match running.iter().find(|(c, _)| same_provider(c, entry)) {
+                Some((_, provider)) => Ok(provider.clone()),
+                None => provider::build(config, entry, hooks.clone()).map_err(|source| {
+                    ServiceError::Provider {
+                        service: config.service.name.to_string(),
+                        source,
+                    }
+                }),
+            },
+        )
         .collect()
 }
 
@@ -356,10 +438,21 @@ mod tests {
 
     #[test]
     fn loopback_origins_any_port() {
-        for ok in ["http://localhost", "http://localhost:3000", "https://127.0.0.1:8443", "http://[::1]:5173"] {
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8443",
+            "http://[::1]:5173",
+        ] {
             assert!(is_loopback_origin(ok), "{ok}");
         }
-        for bad in ["http://localhost.evil.com", "http://example.com", "null", "http://127.0.0.1:abc", "file://x"] {
+        for bad in [
+            "http://localhost.evil.com",
+            "http://example.com",
+            "null",
+            "http://127.0.0.1:abc",
+            "file://x",
+        ] {
             assert!(!is_loopback_origin(bad), "{bad}");
         }
     }

@@ -11,7 +11,9 @@ pub fn service_document(service: &str, version: &str, tools: &[ToolSchema]) -> V
     doc["info"]["title"] = json!(format!("{service} (mcp-http-gateway)"));
     doc["info"]["version"] = json!(version);
     let by_name = doc["paths"]["/tools/{name}"]["post"].clone();
-    let paths = doc["paths"].as_object_mut().expect("the contract has paths");
+    let paths = doc["paths"]
+        .as_object_mut()
+        .expect("the contract has paths");
     for tool in tools {
         let mut op = by_name.clone();
         op["operationId"] = json!(operation_id(&tool.name));
@@ -33,7 +35,16 @@ pub fn service_document(service: &str, version: &str, tools: &[ToolSchema]) -> V
 
 /// `call_` + the tool name with anything outside `[A-Za-z0-9_]` replaced by `_`.
 fn operation_id(tool: &str) -> String {
-    let safe: String = tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let safe: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("call_{safe}")
 }
 
@@ -52,7 +63,10 @@ mod tests {
         let doc = service_document("svc", "1.2.3", &tools);
         let op = &doc["paths"]["/tools/get-sum"]["post"];
         assert_eq!(op["operationId"], "call_get_sum");
-        assert_eq!(op["requestBody"]["content"]["application/json"]["schema"]["properties"]["a"]["type"], "number");
+        assert_eq!(
+            op["requestBody"]["content"]["application/json"]["schema"]["properties"]["a"]["type"],
+            "number"
+        );
         assert!(op["responses"]["400"].is_object());
         assert_eq!(doc["info"]["version"], "1.2.3");
         assert!(doc["paths"]["/call-tool"].is_object());

@@ -13,7 +13,9 @@ pub struct ArgumentValidator(jsonschema::Validator);
 impl ArgumentValidator {
     /// Compiles a tool's input schema (draft detected from `$schema`, 2020-12 by default).
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema).map(ArgumentValidator).map_err(|e| e.to_string())
+        jsonschema::validator_for(schema)
+            .map(ArgumentValidator)
+            .map_err(|e| e.to_string())
     }
 
     /// Every place the arguments fail the schema, by JSON pointer, in document order.
@@ -21,9 +23,16 @@ impl ArgumentValidator {
         let issues: Vec<ValidationIssue> = self
             .0
             .iter_errors(arguments)
-            .map(|e| ValidationIssue { path: e.instance_path().to_string(), message: e.to_string() })
+            .map(|e| ValidationIssue {
+                path: e.instance_path().to_string(),
+                message: e.to_string(),
+            })
             .collect();
-        if issues.is_empty() { Ok(()) } else { Err(issues) }
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(issues)
+        }
     }
 }
 
@@ -45,7 +54,9 @@ mod tests {
         }))
         .unwrap();
         assert!(v.check(&json!({"a": 1, "b": {"c": "x"}})).is_ok());
-        let issues = v.check(&json!({"a": 0, "b": {"c": 5}, "z": true})).unwrap_err();
+        let issues = v
+            .check(&json!({"a": 0, "b": {"c": 5}, "z": true}))
+            .unwrap_err();
         let mut paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
         paths.sort();
         assert_eq!(paths, vec!["", "/a", "/b/c"]);

@@ -27,18 +27,24 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let from_header = request
-        .headers()
-        .get(REQUEST_ID_HEADER)
-        .map(|v| v.to_str().map_err(|_| "request_id must be a UUID v4".to_owned()).and_then(RequestId::parse));
+    let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
+        v.to_str()
+            .map_err(|_| "request_id must be a UUID v4".to_owned())
+            .and_then(RequestId::parse)
+    });
     let (request_id, rejected) = match from_header {
         None => (RequestId::generate(), None),
         Some(Ok(id)) => (id, None),
         Some(Err(message)) => (RequestId::generate(), Some(message)),
     };
-    let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
+    let span =
+        tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
     let response = match rejected {
-        Some(message) => Reply::error(ErrorCode::InvalidRequest, format!("X-Request-Id: {message}")).into_response(),
+        Some(message) => Reply::error(
+            ErrorCode::InvalidRequest,
+            format!("X-Request-Id: {message}"),
+        )
+        .into_response(),
         None => {
             request.extensions_mut().insert(request_id.clone());
             next.run(request).instrument(span.clone()).await
@@ -48,33 +54,62 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
 }
 
 /// Draws the envelope, sets the headers, logs the request.
-fn finish(response: Response, request_id: RequestId, started: Instant, method: &Method, path: &str) -> Response {
+fn finish(
+    response: Response,
+    request_id: RequestId,
+    started: Instant,
+    method: &Method,
+    path: &str,
+) -> Response {
     let (mut parts, body) = response.into_parts();
-    let reply = parts.extensions.remove::<Reply>().or_else(|| foreign_error(&parts, method, path));
+    let reply = parts
+        .extensions
+        .remove::<Reply>()
+        .or_else(|| foreign_error(&parts, method, path));
     let execution_time_ms = started.elapsed().as_millis() as u64;
     let (response, request_id, code, tool) = match reply {
         None => (Response::from_parts(parts, body), request_id, None, None),
         Some(reply) => {
             let request_id = reply.request_id.clone().unwrap_or(request_id);
             let status = reply.status();
-            let mut meta = reply.meta;
+            let mut meta = *reply.meta;
             meta.execution_time_ms = Some(execution_time_ms);
             let tool = meta.tool.clone();
             let (envelope, code) = match reply.outcome {
-                Ok(data) => (Envelope::ok(data, request_id.to_string(), timestamp(), Some(meta)), None),
-                Err((code, message)) => {
-                    (Envelope::err(code, message, request_id.to_string(), timestamp(), Some(meta)), Some(code))
-                }
+                Ok(data) => (
+                    Envelope::ok(data, request_id.to_string(), timestamp(), Some(meta)),
+                    None,
+                ),
+                Err((code, message)) => (
+                    Envelope::err(
+                        code,
+                        message,
+                        request_id.to_string(),
+                        timestamp(),
+                        Some(meta),
+                    ),
+                    Some(code),
+                ),
             };
             let body = serde_json::to_vec(&envelope).unwrap_or_else(|_| b"{}".to_vec());
             parts.status = status;
             parts.headers.remove(header::CONTENT_LENGTH);
-            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
             if code.is_some_and(ErrorCode::has_retry_after) {
                 let seconds = reply.retry_after.unwrap_or(1);
-                parts.headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+                parts
+                    .headers
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
             }
-            (Response::from_parts(parts, Body::from(body)), request_id, code, tool)
+            (
+                Response::from_parts(parts, Body::from(body)),
+                request_id,
+                code,
+                tool,
+            )
         }
     };
     let mut response = response;
@@ -103,20 +138,31 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
     }
     let (code, message) = match status {
         StatusCode::NOT_FOUND => (ErrorCode::NotFound, format!("No route for {method} {path}")),
-        StatusCode::METHOD_NOT_ALLOWED => {
-            (ErrorCode::MethodNotAllowed, format!("Method {method} is not allowed on {path}"))
-        }
-        StatusCode::PAYLOAD_TOO_LARGE => (ErrorCode::PayloadTooLarge, "Request body is too large".to_owned()),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            (ErrorCode::Unauthorized, "Missing or invalid API key".to_owned())
-        }
+        StatusCode::METHOD_NOT_ALLOWED => (
+            ErrorCode::MethodNotAllowed,
+            format!("Method {method} is not allowed on {path}"),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            ErrorCode::PayloadTooLarge,
+            "Request body is too large".to_owned(),
+        ),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => (
+            ErrorCode::Unauthorized,
+            "Missing or invalid API key".to_owned(),
+        ),
         StatusCode::TOO_MANY_REQUESTS => (ErrorCode::RateLimited, "Too many requests".to_owned()),
-        StatusCode::SERVICE_UNAVAILABLE => (ErrorCode::ServiceUnavailable, "Service unavailable".to_owned()),
+        StatusCode::SERVICE_UNAVAILABLE => (
+            ErrorCode::ServiceUnavailable,
+            "Service unavailable".to_owned(),
+        ),
         StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => {
             (ErrorCode::Timeout, "The request timed out".to_owned())
         }
         s if s.is_client_error() => (ErrorCode::InvalidRequest, format!("Invalid request ({s})")),
-        _ => (ErrorCode::InternalError, "Internal error while handling the request".to_owned()),
+        _ => (
+            ErrorCode::InternalError,
+            "Internal error while handling the request".to_owned(),
+        ),
     };
     Some(Reply::error(code, message))
 }

@@ -21,28 +21,46 @@ const HEALTH: &str = "/health";
 const RETRY_WHILE_STARTING: u64 = 1;
 const RETRY_WHILE_DRAINING: u64 = 5;
 
-pub async fn lifecycle_gate(State(service): State<Arc<Service>>, request: Request, next: Next) -> Response {
+pub async fn lifecycle_gate(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.uri().path() != HEALTH && service.lifecycle.refuses_requests() {
         let reply = match service.lifecycle.phase() {
-            Phase::Initializing => Reply::error(ErrorCode::ServiceUnavailable, "Service is initializing")
-                .retry_after(RETRY_WHILE_STARTING),
-            _ => Reply::error(ErrorCode::ServiceUnavailable, "Service is shutting down").retry_after(RETRY_WHILE_DRAINING),
+            Phase::Initializing => {
+                Reply::error(ErrorCode::ServiceUnavailable, "Service is initializing")
+                    .retry_after(RETRY_WHILE_STARTING)
+            }
+            _ => Reply::error(ErrorCode::ServiceUnavailable, "Service is shutting down")
+                .retry_after(RETRY_WHILE_DRAINING),
         };
         return reply.into_response();
     }
     next.run(request).await
 }
 
-pub async fn api_key(State(service): State<Arc<Service>>, request: Request, next: Next) -> Response {
+pub async fn api_key(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let settings = service.settings();
     let path = request.uri().path();
-    let public = path == HEALTH || path == "/openapi.json" || path == "/docs" || path.starts_with("/docs/");
+    let public =
+        path == HEALTH || path == "/openapi.json" || path == "/docs" || path.starts_with("/docs/");
     if settings.config.security.api_keys_enabled && !public {
         let headers = request.headers();
         let presented = headers
             .get("x-api-key")
             .and_then(|v| v.to_str().ok())
-            .or_else(|| headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer "));
+            .or_else(|| {
+                headers
+                    .get(header::AUTHORIZATION)?
+                    .to_str()
+                    .ok()?
+                    .strip_prefix("Bearer ")
+            });
         if !presented.is_some_and(|key| settings.api_keys.contains(key.trim())) {
             return Reply::error(
                 ErrorCode::Unauthorized,
@@ -54,14 +72,21 @@ pub async fn api_key(State(service): State<Arc<Service>>, request: Request, next
     next.run(request).await
 }
 
-pub async fn rate_limit(State(service): State<Arc<Service>>, request: Request, next: Next) -> Response {
+pub async fn rate_limit(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.uri().path() != HEALTH
         && let Err(retry_after) = service.rate_limiter.acquire()
     {
         let limit = service.settings().config.security.rate_limit.0;
-        return Reply::error(ErrorCode::RateLimited, format!("Rate limit of {limit} requests per second exceeded"))
-            .retry_after(retry_after)
-            .into_response();
+        return Reply::error(
+            ErrorCode::RateLimited,
+            format!("Rate limit of {limit} requests per second exceeded"),
+        )
+        .retry_after(retry_after)
+        .into_response();
     }
     next.run(request).await
 }

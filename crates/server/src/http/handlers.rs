@@ -47,22 +47,40 @@ pub async fn call_tool_by_name(
     run(&service, &tool, arguments, &request_id).await
 }
 
-async fn run(service: &Service, tool: &str, arguments: JsonObject, request_id: &RequestId) -> Reply {
-    let meta = Meta { tool: Some(tool.to_owned()), ..Meta::default() };
-    match service.call_tool(tool, arguments, request_id.as_str()).await {
+async fn run(
+    service: &Service,
+    tool: &str,
+    arguments: JsonObject,
+    request_id: &RequestId,
+) -> Reply {
+    let meta = Meta {
+        tool: Some(tool.to_owned()),
+        ..Meta::default()
+    };
+    match service
+        .call_tool(tool, arguments, request_id.as_str())
+        .await
+    {
         Ok(data) => Reply::ok(data).with_meta(meta),
-        Err(failure) => {
-            Reply::error(failure.code, failure.message).with_meta(Meta { validation_errors: failure.validation_errors, ..meta })
-        }
+        Err(failure) => Reply::error(failure.code, failure.message).with_meta(Meta {
+            validation_errors: failure.validation_errors,
+            ..meta
+        }),
     }
 }
 
 pub async fn health(State(service): State<Arc<Service>>) -> Reply {
     let report = service.health().await;
     if report.status == HealthStatus::Unavailable {
-        let message = format!("Service is {}", report.state.to_lowercase().replace('_', " "));
+        let message = format!(
+            "Service is {}",
+            report.state.to_lowercase().replace('_', " ")
+        );
         Reply::error(ErrorCode::ServiceUnavailable, message)
-            .with_meta(Meta { health: Some(report), ..Meta::default() })
+            .with_meta(Meta {
+                health: Some(report),
+                ..Meta::default()
+            })
             .retry_after(1)
     } else {
         Reply::ok(serde_json::to_value(report).unwrap_or(Value::Null))
@@ -74,9 +92,15 @@ pub async fn openapi(State(service): State<Arc<Service>>) -> Response {
 }
 
 pub async fn not_found(method: Method, uri: Uri) -> Reply {
-    Reply::error(ErrorCode::NotFound, format!("No route for {method} {}", uri.path()))
+    Reply::error(
+        ErrorCode::NotFound,
+        format!("No route for {method} {}", uri.path()),
+    )
 }
 
 pub async fn method_not_allowed(method: Method, uri: Uri) -> Reply {
-    Reply::error(ErrorCode::MethodNotAllowed, format!("Method {method} is not allowed on {}", uri.path()))
+    Reply::error(
+        ErrorCode::MethodNotAllowed,
+        format!("Method {method} is not allowed on {}", uri.path()),
+    )
 }

@@ -36,13 +36,25 @@ pub fn router(service: Arc<Service>) -> Router {
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
         .with_state(service.clone());
-    let docs: Router = SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])).into();
+    let docs: Router = SwaggerUi::new("/docs")
+        .config(Config::new(["/openapi.json"]))
+        .into();
+    with_layers(routes.merge(docs), service)
+}
+
+/// Wraps routes in the layers every service request goes through.
+fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes
-        .merge(docs)
-        .layer(CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
-            tracing::error!("a handler panicked");
-            Reply::error(ErrorCode::InternalError, "Internal error while handling the request").into_response()
-        }))
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                tracing::error!("a handler panicked");
+                Reply::error(
+                    ErrorCode::InternalError,
+                    "Internal error while handling the request",
+                )
+                .into_response()
+            },
+        ))
         .layer(from_fn_with_state(service.clone(), guards::rate_limit))
         .layer(from_fn_with_state(service.clone(), guards::api_key))
         .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
@@ -55,7 +67,9 @@ pub fn router(service: Arc<Service>) -> Router {
 fn cors(service: Arc<Service>) -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(move |origin: &HeaderValue, _| {
-            origin.to_str().is_ok_and(|o| service.settings().allows_origin(o))
+            origin
+                .to_str()
+                .is_ok_and(|o| service.settings().allows_origin(o))
         }))
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
         .allow_headers([
@@ -65,4 +79,53 @@ fn cors(service: Arc<Service>) -> CorsLayer {
             HeaderName::from_static("x-api-key"),
         ])
         .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    fn service() -> Arc<Service> {
+        let config = crate::config::ServiceConfig::parse(
+            "service: { name: unit, port: 9999 }\n",
+            "unit.yaml",
+            std::path::PathBuf::from("."),
+        )
+        .unwrap();
+        let service = Service::new(config).unwrap();
+        service.lifecycle.set(crate::lifecycle::Phase::Running);
+        service
+    }
+
+    /// A panic cannot be provoked from outside on purpose, so this route exists only here.
+    #[tokio::test]
+    async fn a_panic_is_an_internal_error_envelope() {
+        let routes = Router::new().route(
+            "/boom",
+            get(|| async {
+                panic!("boom");
+                #[allow(unreachable_code)]
+                ()
+            }),
+        );
+        let response = with_layers(routes, service())
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(response.headers().contains_key("x-request-id"));
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let envelope: contract::Envelope = serde_json::from_slice(&body).unwrap();
+        assert!(!envelope.success);
+        assert_eq!(envelope.code, Some(ErrorCode::InternalError));
+        assert_eq!(
+            envelope.error.as_deref(),
+            Some("Internal error while handling the request")
+        );
+    }
 }

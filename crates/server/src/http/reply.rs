@@ -21,7 +21,8 @@ use crate::service::Service;
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub outcome: Result<Value, (ErrorCode, String)>,
-    pub meta: Meta,
+    /// Boxed: `meta` can carry a whole health report, and a `Reply` is often an `Err`.
+    pub meta: Box<Meta>,
     /// A request id from the body, which wins over the header's.
     pub request_id: Option<RequestId>,
     /// Seconds for `Retry-After` (429 and 503).
@@ -30,15 +31,25 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok(data: Value) -> Self {
-        Reply { outcome: Ok(data), meta: Meta::default(), request_id: None, retry_after: None }
+        Reply {
+            outcome: Ok(data),
+            meta: Box::default(),
+            request_id: None,
+            retry_after: None,
+        }
     }
 
     pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
-        Reply { outcome: Err((code, message.into())), meta: Meta::default(), request_id: None, retry_after: None }
+        Reply {
+            outcome: Err((code, message.into())),
+            meta: Box::default(),
+            request_id: None,
+            retry_after: None,
+        }
     }
 
     pub fn with_meta(mut self, meta: Meta) -> Self {
-        self.meta = meta;
+        self.meta = Box::new(meta);
         self
     }
 
@@ -50,7 +61,8 @@ impl Reply {
     pub fn status(&self) -> StatusCode {
         match &self.outcome {
             Ok(_) => StatusCode::OK,
-            Err((code, _)) => StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            Err((code, _)) => StatusCode::from_u16(code.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
     }
 }
@@ -92,7 +104,10 @@ impl FromRequest<Arc<Service>> for ArgumentsBody {
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Reply> {
     if bytes.is_empty() {
-        return Err(Reply::error(ErrorCode::InvalidRequest, "Request body is empty; expected a JSON object"));
+        return Err(Reply::error(
+            ErrorCode::InvalidRequest,
+            "Request body is empty; expected a JSON object",
+        ));
     }
     serde_json::from_slice(bytes).map_err(|e| {
         let message = if e.is_syntax() || e.is_eof() {
@@ -105,15 +120,29 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Reply> {
 }
 
 /// Checks the content type and reads the body, refusing more than the configured limit.
-async fn read_json_bytes(request: Request, service: &Service, allow_empty: bool) -> Result<axum::body::Bytes, Reply> {
+async fn read_json_bytes(
+    request: Request,
+    service: &Service,
+    allow_empty: bool,
+) -> Result<axum::body::Bytes, Reply> {
     let limit = service.settings().config.limits.max_body_bytes.0 as usize;
-    let too_large = || Reply::error(ErrorCode::PayloadTooLarge, format!("Request body exceeds the limit of {limit} bytes"));
+    let too_large = || {
+        Reply::error(
+            ErrorCode::PayloadTooLarge,
+            format!("Request body exceeds the limit of {limit} bytes"),
+        )
+    };
     let headers = request.headers();
-    let declared_length = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared_length.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let bytes = Limited::new(request.into_body(), limit)
         .collect()
         .await
@@ -121,7 +150,10 @@ async fn read_json_bytes(request: Request, service: &Service, allow_empty: bool)
             if e.downcast_ref::<LengthLimitError>().is_some() {
                 too_large()
             } else {
-                Reply::error(ErrorCode::InvalidRequest, format!("Could not read the request body: {e}"))
+                Reply::error(
+                    ErrorCode::InvalidRequest,
+                    format!("Could not read the request body: {e}"),
+                )
             }
         })?
         .to_bytes();
@@ -140,8 +172,14 @@ async fn read_json_bytes(request: Request, service: &Service, allow_empty: bool)
 
 /// `application/json` or `application/<anything>+json`, with any parameters.
 fn is_json(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 #[cfg(test)]

@@ -15,13 +15,16 @@ impl RequestId {
     pub fn parse(value: &str) -> Result<Self, String> {
         let valid = value.len() == 36
             && uuid::Uuid::try_parse(value).is_ok_and(|u| {
-                u.get_version() == Some(uuid::Version::Random) && u.get_variant() == uuid::Variant::RFC4122
+                u.get_version() == Some(uuid::Version::Random)
+                    && u.get_variant() == uuid::Variant::RFC4122
             });
         if valid {
             Ok(RequestId(value.to_owned()))
         } else {
             let shown: String = value.chars().take(64).collect();
-            Err(format!("request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got '{shown}'"))
+            Err(format!(
+                "request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got '{shown}'"
+            ))
         }
     }
 

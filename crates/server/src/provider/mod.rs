@@ -80,7 +80,12 @@ pub trait Provider: Send + Sync {
 
     /// Runs one tool. Must not hang past `cx.timeout` and must fail fast when the dependency
     /// is known to be down.
-    fn call<'a>(&'a self, tool: &'a str, args: JsonObject, cx: &'a CallContext) -> BoxFuture<'a, Result<Value, ToolError>>;
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
     /// The health of each dependency behind this provider.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
@@ -92,7 +97,6 @@ pub trait Provider: Send + Sync {
 /// Where a provider reports that its tool list changed.
 #[derive(Clone)]
 pub struct ProviderHooks {
-    pub service: String,
     pub tools_changed: Arc<Notify>,
 }
 

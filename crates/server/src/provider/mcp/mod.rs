@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use contract::{DependencyState, DependencyStatus, ToolSchema};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
@@ -62,6 +65,8 @@ struct Inner {
     service: String,
     endpoint: Endpoint,
     hooks: ProviderHooks,
+    /// How often a connected server is pinged (`monitoring.health_check_interval`).
+    check_every: Duration,
     peer: RwLock<Option<Peer<RoleClient>>>,
     tools: RwLock<Vec<ToolSchema>>,
     status: RwLock<DependencyStatus>,
@@ -74,15 +79,30 @@ struct Inner {
 }
 
 impl McpProvider {
-    pub fn new(service: &ServiceConfig, config: &ProviderConfig, hooks: ProviderHooks) -> Result<Self, ProviderError> {
-        let name = config.name.value.to_string();
-        let error = |message: String| ProviderError::Config { provider: name.clone(), message };
+    pub fn new(
+        service: &ServiceConfig,
+        config: &ProviderConfig,
+        hooks: ProviderHooks,
+    ) -> Result<Self, ProviderError> {
+        let name = config.name.value.as_str().to_owned();
+        let error = |message: String| ProviderError::Config {
+            provider: name.clone(),
+            message,
+        };
         let endpoint = match (&config.command, &config.url) {
             (Some(command), _) => Endpoint::Stdio(
-                StdioSpec::new(&service.base_dir, command, &config.args, &config.env, config.cwd.as_deref())
-                    .map_err(error)?,
+                StdioSpec::new(
+                    &service.base_dir,
+                    command,
+                    &config.args,
+                    &config.env,
+                    config.cwd.as_deref(),
+                )
+                .map_err(error)?,
             ),
-            (None, Some(url)) => Endpoint::Http(HttpSpec::new(url, &config.headers).map_err(error)?),
+            (None, Some(url)) => {
+                Endpoint::Http(HttpSpec::new(url, &config.headers).map_err(error)?)
+            }
             (None, None) => return Err(error("needs `command` or `url`".into())),
         };
         let inner = Inner {
@@ -90,6 +110,7 @@ impl McpProvider {
             service: service.service.name.to_string(),
             endpoint,
             hooks,
+            check_every: Duration::from_secs(service.monitoring.health_check_interval.0),
             peer: RwLock::new(None),
             tools: RwLock::new(Vec::new()),
             status: RwLock::new(DependencyStatus {
@@ -102,7 +123,10 @@ impl McpProvider {
             stop: watch::channel(false).0,
             first_attempt_done: watch::channel(false).0,
         };
-        Ok(McpProvider { inner: Arc::new(inner), supervisor: Mutex::new(None) })
+        Ok(McpProvider {
+            inner: Arc::new(inner),
+            supervisor: Mutex::new(None),
+        })
     }
 }
 
@@ -126,15 +150,29 @@ impl Provider for McpProvider {
     }
 
     fn tools(&self) -> Vec<ToolSchema> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
-    fn call<'a>(&'a self, tool: &'a str, args: JsonObject, cx: &'a CallContext) -> BoxFuture<'a, Result<Value, ToolError>> {
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         self.inner.call(tool, args, cx).boxed()
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
-        let status = self.inner.status.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let status = self
+            .inner
+            .status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         futures::future::ready(vec![(self.inner.name.clone(), status)]).boxed()
     }
 
@@ -207,27 +245,41 @@ impl Inner {
     }
 
     /// Connects, initializes and fetches every page of the tool list.
-    async fn connect(&self) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
-        let handler = GatewayClient { refresh: self.refresh.clone() };
+    async fn connect(
+        &self,
+    ) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
+        let handler = GatewayClient {
+            refresh: self.refresh.clone(),
+        };
         let serving = async {
             match &self.endpoint {
                 Endpoint::Stdio(spec) => {
-                    let (transport, stderr, pid) =
-                        spec.spawn().map_err(|e| format!("cannot start '{}': {e}", spec.program))?;
+                    let (transport, stderr, pid) = spec
+                        .spawn()
+                        .map_err(|e| format!("cannot start '{}': {e}", spec.program))?;
                     if let Some(stderr) = stderr {
                         stdio::forward_stderr(stderr, self.service.clone(), self.name.clone(), pid);
                     }
                     tracing::info!(service = %self.service, provider = %self.name, pid, "started MCP server {}", spec.program);
-                    handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("initialize failed: {e}"))
                 }
-                Endpoint::Http(spec) => {
-                    handler.serve(spec.transport()).await.map_err(|e| format!("cannot connect to {}: {e}", spec.url))
-                }
+                Endpoint::Http(spec) => handler
+                    .serve(spec.transport())
+                    .await
+                    .map_err(|e| format!("cannot connect to {}: {e}", spec.url)),
             }
         };
         let running = tokio::time::timeout(CONNECT_TIMEOUT, serving)
             .await
-            .map_err(|_| format!("no answer to initialize within {} s", CONNECT_TIMEOUT.as_secs()))??;
+            .map_err(|_| {
+                format!(
+                    "no answer to initialize within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                )
+            })??;
         let tools = tokio::time::timeout(CONNECT_TIMEOUT, running.peer().list_all_tools())
             .await
             .map_err(|_| "tools/list did not answer in time".to_owned())?
@@ -244,8 +296,20 @@ impl Inner {
         let peer = running.peer().clone();
         let cancel = running.cancellation_token();
         let mut waiting = std::pin::pin!(running.waiting());
+        let mut checks = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.check_every,
+            self.check_every,
+        );
         loop {
             tokio::select! {
+                _ = checks.tick() => {
+                    if let Err(why) = self.ping(&peer).await {
+                        self.clear_peer();
+                        cancel.cancel();
+                        let _ = waiting.await;
+                        return Ended::Lost(why);
+                    }
+                }
                 reason = &mut waiting => {
                     return Ended::Lost(format!("connection closed ({})", match reason {
                         Ok(r) => format!("{r:?}"),
@@ -280,6 +344,21 @@ impl Inner {
         }
     }
 
+    /// The periodic health check: an MCP `ping`, answered within 5 s.
+    async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let started = Instant::now();
+        let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
+        match tokio::time::timeout(Duration::from_secs(5), ping).await {
+            Ok(Ok(_)) => {
+                let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
+                status.response_time_ms = Some(started.elapsed().as_millis() as u64);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(format!("ping failed: {e}")),
+            Err(_) => Err("ping not answered within 5 s".to_owned()),
+        }
+    }
+
     fn set_connected(&self, peer: Peer<RoleClient>, tools: Vec<ToolSchema>, took: Duration) {
         tracing::info!(
             service = %self.service, provider = %self.name, tools = tools.len(),
@@ -308,10 +387,21 @@ impl Inner {
         self.peer.write().unwrap_or_else(|p| p.into_inner()).take();
     }
 
-    async fn call(&self, tool: &str, args: JsonObject, cx: &CallContext) -> Result<Value, ToolError> {
+    async fn call(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
         let peer = self.peer.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(peer) = peer else {
-            let why = self.status.read().unwrap_or_else(|p| p.into_inner()).error.clone().unwrap_or_default();
+            let why = self
+                .status
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .error
+                .clone()
+                .unwrap_or_default();
             return Err(ToolError::Unavailable(format!(
                 "Dependency unavailable: MCP server '{}' is not connected: {why}",
                 self.name
@@ -326,7 +416,10 @@ impl Inner {
                     service = %self.service, provider = %self.name, tool, request_id = %cx.request_id,
                     "call timed out; sent notifications/cancelled upstream"
                 );
-                Err(ToolError::Timeout { tool: tool.to_owned(), ms: cx.timeout.as_millis() as u64 })
+                Err(ToolError::Timeout {
+                    tool: tool.to_owned(),
+                    ms: cx.timeout.as_millis() as u64,
+                })
             }
             Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, &result),
             Ok(Ok(_)) => Err(ToolError::Execution(format!(

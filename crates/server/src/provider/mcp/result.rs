@@ -17,7 +17,10 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
         .or_else(|| json["title"].as_str())
         .unwrap_or_default()
         .to_owned();
-    let mut input_schema = json.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}));
+    let mut input_schema = json
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
     if input_schema.get("type").is_none() {
         input_schema["type"] = json!("object");
     }
@@ -38,7 +41,11 @@ pub fn call_data(tool: &str, result: &rmcp::model::CallToolResult) -> Result<Val
     let content = json.get("content").cloned().unwrap_or_else(|| json!([]));
     if json["isError"].as_bool() == Some(true) {
         let text = texts(&content);
-        let message = if text.is_empty() { format!("Tool '{tool}' reported an error") } else { text };
+        let message = if text.is_empty() {
+            format!("Tool '{tool}' reported an error")
+        } else {
+            text
+        };
         return Err(ToolError::Execution(message));
     }
     if let Some(structured) = json.get("structuredContent") {
@@ -46,7 +53,8 @@ pub fn call_data(tool: &str, result: &rmcp::model::CallToolResult) -> Result<Val
     }
     if let [only] = content.as_array().map(Vec::as_slice).unwrap_or_default()
         && only["type"] == "text"
-        && let Some(Ok(object @ Value::Object(_))) = only["text"].as_str().map(serde_json::from_str::<Value>)
+        && let Some(Ok(object @ Value::Object(_))) =
+            only["text"].as_str().map(serde_json::from_str::<Value>)
     {
         return Ok(object);
     }
@@ -87,7 +95,9 @@ mod tests {
 
     #[test]
     fn structured_content_wins() {
-        let r = result(json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"b": 2}}));
+        let r = result(
+            json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"b": 2}}),
+        );
         assert_eq!(call_data("t", &r).unwrap(), json!({"b": 2}));
     }
 
@@ -100,8 +110,19 @@ mod tests {
     #[test]
     fn anything_else_is_wrapped() {
         let r = result(json!({"content": [{"type": "text", "text": "[1,2]"}]}));
-        assert_eq!(call_data("t", &r).unwrap(), json!({"content": [{"type": "text", "text": "[1,2]"}]}));
-        let r = result(json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}));
-        assert_eq!(call_data("t", &r).unwrap()["content"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            call_data("t", &r).unwrap(),
+            json!({"content": [{"type": "text", "text": "[1,2]"}]})
+        );
+        let r = result(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+        );
+        assert_eq!(
+            call_data("t", &r).unwrap()["content"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

@@ -40,8 +40,14 @@ impl StdioSpec {
         };
         Ok(StdioSpec {
             program,
-            args: args.iter().map(|a| expand_env(a)).collect::<Result<_, _>>()?,
-            env: env.iter().map(|(k, v)| Ok((k.clone(), expand_env(v)?))).collect::<Result<_, String>>()?,
+            args: args
+                .iter()
+                .map(|a| expand_env(a))
+                .collect::<Result<_, _>>()?,
+            env: env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
+                .collect::<Result<_, String>>()?,
             cwd,
         })
     }
@@ -50,7 +56,10 @@ impl StdioSpec {
     /// too) and, on Linux, gets SIGKILL when the gateway dies, even by SIGKILL.
     pub fn spawn(&self) -> std::io::Result<(TokioChildProcess, Option<ChildStderr>, Option<u32>)> {
         let mut command = tokio::process::Command::new(&self.program);
-        command.args(&self.args).envs(self.env.iter().cloned()).current_dir(&self.cwd);
+        command
+            .args(&self.args)
+            .envs(self.env.iter().cloned())
+            .current_dir(&self.cwd);
         #[cfg(target_os = "linux")]
         // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
         unsafe {
@@ -68,7 +77,9 @@ impl StdioSpec {
         }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let (process, stderr) = TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn()?;
+        let (process, stderr) = TokioChildProcess::builder(wrapped)
+            .stderr(Stdio::piped())
+            .spawn()?;
         let pid = process.id();
         Ok((process, stderr, pid))
     }

@@ -17,22 +17,36 @@ pub struct HttpSpec {
 
 impl HttpSpec {
     pub fn new(url: &str, headers: &BTreeMap<String, String>) -> Result<HttpSpec, String> {
-        let headers = headers.iter().map(|(k, v)| Ok((k.clone(), expand_env(v)?))).collect::<Result<Vec<_>, String>>()?;
+        let headers = headers
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
+            .collect::<Result<Vec<_>, String>>()?;
         for (name, value) in &headers {
-            HeaderName::try_from(name.as_str()).map_err(|_| format!("'{name}' is not a valid HTTP header name"))?;
+            HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("'{name}' is not a valid HTTP header name"))?;
             // The value is a secret as often as not: never echo it.
-            HeaderValue::try_from(value.as_str()).map_err(|_| format!("header '{name}' has a value that is not valid in HTTP"))?;
+            HeaderValue::try_from(value.as_str())
+                .map_err(|_| format!("header '{name}' has a value that is not valid in HTTP"))?;
         }
-        Ok(HttpSpec { url: expand_env(url)?, headers })
+        Ok(HttpSpec {
+            url: expand_env(url)?,
+            headers,
+        })
     }
 
     pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
         let headers: HashMap<HeaderName, HeaderValue> = self
             .headers
             .iter()
-            .filter_map(|(k, v)| Some((HeaderName::try_from(k.as_str()).ok()?, HeaderValue::try_from(v.as_str()).ok()?)))
+            .filter_map(|(k, v)| {
+                Some((
+                    HeaderName::try_from(k.as_str()).ok()?,
+                    HeaderValue::try_from(v.as_str()).ok()?,
+                ))
+            })
             .collect();
-        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone()).custom_headers(headers);
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).custom_headers(headers);
         StreamableHttpClientTransport::from_config(config)
     }
 }

@@ -19,11 +19,11 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 
 for tool in node npm python3; do
-  command -v "$tool" >/dev/null || { echo "install-test-deps: '$tool' is not on PATH" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "install-mcp-servers: '$tool' is not on PATH" >&2; exit 1; }
 done
 
 mkdir -p "$deps"
-echo "install-test-deps: installing MCP servers into $deps" >&2
+echo "install-mcp-servers: installing MCP servers into $deps" >&2
 
 # npm: a private package.json so the install never touches anything outside .deps/.
 if [ ! -f "$deps/package.json" ]; then
@@ -41,4 +41,4 @@ fi
   "mcp-server-time==$TIME_VERSION" >&2
 
 echo "$want" > "$stamp"
-echo "install-test-deps: done" >&2
+echo "install-mcp-servers: done" >&2

@@ -1,0 +1,165 @@
+//! The command line: invalid configuration refused before listening, check-config, --help,
+//! several services from one folder, and duplicate tool names at start.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::*;
+
+#[tokio::test]
+async fn invalid_config_exits_nonzero_with_file_line_column() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.yaml");
+    std::fs::write(
+        &config,
+        format!("service:\n  name: bad\n  port: {port}\nlimits:\n  call_timeout: 5\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:5:3: unknown field `call_timeout`",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "nothing listens"
+    );
+
+    std::fs::write(&config, "service:\n  name: Bad_Name\n  port: 80\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:9: service name 'Bad_Name' must match",
+            config.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_config_accepts_the_shipped_configs() {
+    let out = Command::new(BIN)
+        .args(["check-config"])
+        .arg(repo_root().join("config"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: service 'everything'"));
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [
+        vec!["--help"],
+        vec!["serve", "--help"],
+        vec!["check-config", "--help"],
+        vec!["openapi", "--help"],
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage:"),
+            "{args:?}"
+        );
+    }
+    let out = Command::new(BIN).args(["serve"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn openapi_subcommand_prints_the_committed_document() {
+    let out = Command::new(BIN).arg("openapi").output().unwrap();
+    let committed = std::fs::read_to_string(repo_root().join("openapi/openapi.yaml")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), committed);
+}
+
+#[tokio::test]
+async fn config_dir_runs_each_service_on_its_own_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p1, p2) = (free_port(), free_port());
+    std::fs::write(
+        dir.path().join("one.yaml"),
+        service_yaml(
+            "one",
+            p1,
+            &format!("providers:\n{}", everything_provider("everything")),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("two.yaml"),
+        service_yaml("two", p2, &format!("providers:\n{}", time_provider("time"))),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("services.yaml"), "services: []\n").unwrap();
+    let config = dir.path().join("one.yaml");
+    let args = vec![
+        "serve".into(),
+        "--config-dir".into(),
+        dir.path().to_string_lossy().into_owned(),
+    ];
+    let mut gw = Gateway::spawn_with(args, p1, tempfile::tempdir().unwrap(), config);
+    gw.wait_running().await;
+    let one = call(&gw, "echo", json!({"message": "1"})).await;
+    assert_eq!(one.status, 200);
+    eventually(Duration::from_secs(30), "service two ready", || async {
+        let h = reqwest::get(format!("http://127.0.0.1:{p2}/health"))
+            .await
+            .ok()?;
+        let v: serde_json::Value = h.json().await.ok()?;
+        (v["data"]["state"] == "HEALTHY").then_some(())
+    })
+    .await;
+    let two = Answer::from(
+        reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{p2}/call-tool"))
+            .json(&json!({"tool": "get_current_time", "arguments": {"timezone": "UTC"}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(two.status, 200);
+    assert_eq!(two.body["data"]["timezone"], "UTC");
+    let tools_one = get(&gw, "/tools").await;
+    assert_eq!(tools_one.body["data"]["service"], "one");
+    gw.signal(libc::SIGTERM);
+    assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn two_providers_with_one_tool_name_refuse_to_start() {
+    let extra = format!(
+        "providers:\n{}{}",
+        everything_provider("first"),
+        everything_provider("second")
+    );
+    let mut gw = Gateway::spawn("dupes", &extra);
+    let status = gw.wait_exit(Duration::from_secs(60)).await;
+    assert_eq!(status.code(), Some(1));
+    let logs = gw.logs();
+    assert!(
+        logs.contains("is offered by both provider 'first' and provider 'second'"),
+        "{logs}"
+    );
+}

@@ -1,0 +1,467 @@
+//! Starting the real `mcp-http-gateway` binary on a free loopback port with a config written
+//! for the test, talking to it over real sockets, and finding the real MCP servers that
+//! `scripts/install-mcp-servers.sh` installed into `.deps/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-http-gateway");
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+/// A file installed by scripts/install-mcp-servers.sh.
+fn dep(relative: &str) -> String {
+    let path = repo_root().join(".deps").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-mcp-servers.sh first",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+pub fn everything_js() -> String {
+    dep("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+pub fn memory_js() -> String {
+    dep("node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+}
+
+pub fn time_bin() -> String {
+    dep("venv/bin/mcp-server-time")
+}
+
+pub fn venv_python() -> String {
+    dep("venv/bin/python")
+}
+
+pub fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Provider entries (YAML flow mappings) for the real servers.
+pub fn everything_provider(name: &str) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: node, args: [\"{}\", stdio] }}\n",
+        everything_js()
+    )
+}
+
+pub fn time_provider(name: &str) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: \"{}\", args: [--local-timezone, UTC] }}\n",
+        time_bin()
+    )
+}
+
+pub fn memory_provider(name: &str, dir: &Path) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: node, args: [\"{}\"], env: {{ MEMORY_FILE_PATH: \"{}\" }} }}\n",
+        memory_js(),
+        dir.join("memory.jsonl").display()
+    )
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A service config: `extra` is YAML appended after the `service:` section (other sections
+/// and `providers:`).
+pub fn service_yaml(name: &str, port: u16, extra: &str) -> String {
+    format!(
+        "service: {{ name: {name}, port: {port} }}\nlogging: {{ level: info, format: json }}\n{extra}"
+    )
+}
+
+pub struct Gateway {
+    child: Option<Child>,
+    pub port: u16,
+    /// Holds the config and the log; removed with the gateway.
+    _workdir: tempfile::TempDir,
+    pub config: PathBuf,
+    log: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+impl Gateway {
+    /// Writes `extra` into a config for service `name` on a free port and starts the binary.
+    pub fn spawn(name: &str, extra: &str) -> Gateway {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&config, service_yaml(name, port, extra)).unwrap();
+        Gateway::spawn_with(
+            vec![
+                "serve".into(),
+                "--config".into(),
+                config.to_string_lossy().into_owned(),
+            ],
+            port,
+            dir,
+            config,
+        )
+    }
+
+    pub fn spawn_with(
+        args: Vec<String>,
+        port: u16,
+        dir: tempfile::TempDir,
+        config: PathBuf,
+    ) -> Gateway {
+        let log = dir.path().join("gateway.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        let child = Command::new(BIN)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .env_remove("RUST_LOG")
+            .spawn()
+            .expect("start mcp-http-gateway");
+        Gateway {
+            child: Some(child),
+            port,
+            _workdir: dir,
+            config,
+            log,
+            exit: None,
+        }
+    }
+
+    /// Starts and waits until /health says the service left INITIALIZING.
+    pub async fn start(name: &str, extra: &str) -> Gateway {
+        let mut gateway = Gateway::spawn(name, extra);
+        gateway.wait_running().await;
+        gateway
+    }
+
+    pub async fn wait_running(&mut self) {
+        let client = reqwest::Client::new();
+        let url = self.url("/health");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(response) = client.get(&url).send().await
+                && let Ok(body) = response.json::<Value>().await
+            {
+                let state = body["data"]["state"].as_str().unwrap_or_default();
+                if state == "HEALTHY" || state == "DEGRADED" {
+                    return;
+                }
+            }
+            if let Some(status) = self.try_exit() {
+                panic!(
+                    "gateway exited with {status} before it was ready:\n{}",
+                    self.logs()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gateway not ready within 60 s:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid() as i32, signal) };
+        assert_eq!(rc, 0, "kill({signal})");
+    }
+
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+        }
+        self.exit
+    }
+
+    /// Waits for the process to end (at most `within`).
+    pub async fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.try_exit() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gateway still running after {within:?}:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The JSON log lines.
+    pub fn log_lines(&self) -> Vec<Value> {
+        self.logs()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Direct children of the gateway process (the stdio MCP servers).
+    pub fn child_pids(&self) -> Vec<u32> {
+        children_of(self.pid())
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take()
+            && self.exit.is_none()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    pids
+}
+
+/// True while a process exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or_default()
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Polls `check` every 50 ms until it returns Some, failing after `within`.
+pub async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One HTTP answer: status, headers, JSON body.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    pub async fn from(response: reqwest::Response) -> Answer {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or("")
+    }
+
+    /// The envelope invariants every answer must meet.
+    pub fn assert_envelope(&self) {
+        let b = &self.body;
+        let success = b["success"].as_bool().expect("success is a boolean");
+        assert_eq!(
+            b.get("data").is_some(),
+            success,
+            "data present iff success: {b}"
+        );
+        assert_eq!(
+            b.get("error").is_some(),
+            !success,
+            "error present iff failure: {b}"
+        );
+        assert_eq!(
+            b.get("code").is_some(),
+            !success,
+            "code present iff failure: {b}"
+        );
+        let id = b["request_id"].as_str().expect("request_id");
+        assert_eq!(
+            self.headers["x-request-id"].to_str().unwrap(),
+            id,
+            "header and body request id agree"
+        );
+        let ts = b["timestamp"].as_str().expect("timestamp");
+        assert!(
+            is_millisecond_utc(ts),
+            "timestamp {ts} is RFC 3339 UTC with milliseconds and Z"
+        );
+        assert_eq!(self.headers["content-type"], "application/json");
+        if !success {
+            let code: contract::ErrorCode =
+                serde_json::from_value(b["code"].clone()).expect("a known code");
+            assert_eq!(self.status.as_u16(), code.http_status(), "status of {code}");
+        }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`
+pub fn is_millisecond_utc(ts: &str) -> bool {
+    let b = ts.as_bytes();
+    b.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && b[23] == b'Z'
+        && ts
+            .chars()
+            .enumerate()
+            .all(|(i, c)| [4, 7, 10, 13, 16, 19, 23].contains(&i) || c.is_ascii_digit())
+}
+
+pub async fn get(gateway: &Gateway, path: &str) -> Answer {
+    Answer::from(
+        reqwest::Client::new()
+            .get(gateway.url(path))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+pub async fn post_json(gateway: &Gateway, path: &str, body: &Value) -> Answer {
+    Answer::from(
+        reqwest::Client::new()
+            .post(gateway.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+pub async fn call(gateway: &Gateway, tool: &str, arguments: Value) -> Answer {
+    post_json(
+        gateway,
+        "/call-tool",
+        &json!({"tool": tool, "arguments": arguments}),
+    )
+    .await
+}
+
+/// One HTTP/1.1 keep-alive connection, driven by hand so a test can tell it stayed open.
+pub struct RawConnection {
+    stream: tokio::io::BufReader<tokio::net::TcpStream>,
+}
+
+impl RawConnection {
+    pub async fn open(gateway: &Gateway) -> RawConnection {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", gateway.port))
+            .await
+            .unwrap();
+        RawConnection {
+            stream: tokio::io::BufReader::new(stream),
+        }
+    }
+
+    /// Sends a GET and reads the whole answer; panics if the server closed the connection.
+    pub async fn get(&mut self, path: &str) -> (u16, Value) {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n");
+        self.stream
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
+        let mut status_line = String::new();
+        let n = self.stream.read_line(&mut status_line).await.unwrap();
+        assert!(n > 0, "the server closed the keep-alive connection");
+        let status: u16 = status_line
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).await.unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+}

@@ -1,0 +1,305 @@
+//! The `mcp` provider against real MCP servers: results, unicode, pagination, list_changed,
+//! Streamable HTTP upstreams, stderr forwarding, and the per-service OpenAPI document.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+#[tokio::test]
+async fn tools_results_and_unicode_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "providers:\n{}{}{}",
+        everything_provider("everything"),
+        time_provider("time"),
+        memory_provider("memory", dir.path())
+    );
+    let gw = Gateway::start("bridge", &extra).await;
+
+    let tools = get(&gw, "/tools").await;
+    tools.assert_envelope();
+    assert_eq!(tools.body["data"]["service"], "bridge");
+    let names: Vec<&str> = tools.body["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "tools are sorted by name");
+    for expected in [
+        "echo",
+        "get-sum",
+        "get_current_time",
+        "convert_time",
+        "create_entities",
+        "read_graph",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    for tool in tools.body["data"]["tools"].as_array().unwrap() {
+        assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
+    }
+    let echo = tools.body["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+
+    // Unicode in, unicode out, byte for byte.
+    let text = "héllo ✓ 日本語 🎉 \u{0}-ctrl \"quoted\"";
+    let a = call(&gw, "echo", json!({"message": text})).await;
+    a.assert_envelope();
+    assert_eq!(
+        a.body["data"]["content"][0]["text"],
+        format!("Echo: {text}")
+    );
+    let a = post_json(&gw, "/tools/echo", &json!({"message": text})).await;
+    assert_eq!(
+        a.body["data"]["content"][0]["text"],
+        format!("Echo: {text}")
+    );
+    assert_eq!(a.body["meta"]["tool"], "echo");
+
+    // A single JSON-object text block becomes `data` itself.
+    let a = call(&gw, "get_current_time", json!({"timezone": "Asia/Tokyo"})).await;
+    assert_eq!(a.body["data"]["timezone"], "Asia/Tokyo", "{}", a.body);
+    // structuredContent wins.
+    let a = call(
+        &gw,
+        "get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await;
+    assert!(a.body["data"].get("content").is_none(), "{}", a.body);
+    assert!(a.body["data"]["temperature"].is_number(), "{}", a.body);
+    // Stateful server: what one call writes the next reads, non-ASCII included.
+    let a = call(
+        &gw,
+        "create_entities",
+        json!({"entities": [{"name": "Zoë", "entityType": "person", "observations": ["likes ☕"]}]}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = call(&gw, "read_graph", json!({})).await;
+    assert!(
+        a.body["data"].to_string().contains("likes ☕"),
+        "{}",
+        a.body
+    );
+
+    // An empty body on /tools/{name} means no arguments.
+    let response = reqwest::Client::new()
+        .post(gw.url("/tools/read_graph"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    // The children's stderr lands in our log, tagged.
+    let line = eventually(
+        Duration::from_secs(10),
+        "stderr of server-everything in the log",
+        || async {
+            gw.log_lines()
+                .into_iter()
+                .find(|l| l["target"] == "upstream_stderr" && l["provider"] == "everything")
+        },
+    )
+    .await;
+    assert_eq!(line["service"], "bridge");
+}
+
+#[tokio::test]
+async fn every_page_is_listed_and_list_changed_refreshes() {
+    let extra = format!(
+        "providers:\n  - {{ name: paged, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+        venv_python(),
+        fixture("paged_dynamic_server.py")
+    );
+    let gw = Gateway::start("paged", &extra).await;
+    let names = |a: &Answer| -> Vec<String> {
+        a.body["data"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let tools = get(&gw, "/tools").await;
+    assert_eq!(
+        names(&tools),
+        vec!["add_tool", "tool_a", "tool_b", "tool_c", "tool_d", "tool_e"]
+    );
+
+    let a = call(&gw, "add_tool", json!({"name": "tool_new"})).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let tools = eventually(Duration::from_secs(10), "tool_new listed", || async {
+        let tools = get(&gw, "/tools").await;
+        names(&tools)
+            .contains(&"tool_new".to_owned())
+            .then_some(tools)
+    })
+    .await;
+    assert_eq!(names(&tools).len(), 7);
+    let a = call(&gw, "tool_new", json!({"text": "ça marche"})).await;
+    assert_eq!(a.body["data"]["content"][0]["text"], "tool_new:ça marche");
+    // The per-service document follows the tool list.
+    let doc: Value = reqwest::get(gw.url("/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["paths"]["/tools/tool_new"]["post"].is_object());
+    // Its validator is compiled from the new schema.
+    let a = call(&gw, "tool_new", json!({"text": "x", "extra": 1})).await;
+    assert_eq!(a.code(), "INVALID_ARGUMENTS");
+}
+
+fn start_everything_http(port: u16) -> std::process::Child {
+    Command::new("node")
+        .args([everything_js().as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn streamable_http_upstream_down_and_back() {
+    let port = free_port();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let listening = || async move {
+        eventually(
+            Duration::from_secs(30),
+            "server-everything listening",
+            || async {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()
+                    .map(|_| ())
+            },
+        )
+        .await
+    };
+    let mut upstream = Kill(start_everything_http(port));
+    listening().await;
+    let extra = format!(
+        "monitoring: {{ health_check_interval: 10 }}\nproviders:\n  - {{ name: remote, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\", headers: {{ X-Trace: \"${{MHG_UNSET_VAR:-gateway}}\" }} }}\n"
+    );
+    let gw = Gateway::start("remote", &extra).await;
+    let health = get(&gw, "/health").await;
+    assert_eq!(
+        health.body["data"]["dependencies"]["remote"]["status"], "connected",
+        "{}",
+        health.body
+    );
+    let a = call(&gw, "echo", json!({"message": "över http"})).await;
+    a.assert_envelope();
+    assert_eq!(a.body["data"]["content"][0]["text"], "Echo: över http");
+    let a = call(&gw, "get-sum", json!({"a": 2, "b": 40})).await;
+    assert!(
+        a.body["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42")
+    );
+
+    // The upstream goes away: a call fails with EXECUTION_ERROR, health turns unavailable
+    // (at the latest at the next periodic ping).
+    let _ = upstream.0.kill();
+    let _ = upstream.0.wait();
+    let a = call(&gw, "echo", json!({"message": "anyone?"})).await;
+    a.assert_envelope();
+    assert_eq!(a.code(), "EXECUTION_ERROR", "{}", a.body);
+    eventually(
+        Duration::from_secs(30),
+        "remote reported unavailable",
+        || async {
+            let h = get(&gw, "/health").await;
+            (h.body["data"]["dependencies"]["remote"]["status"] == "unavailable").then_some(())
+        },
+    )
+    .await;
+    // It comes back on the same address: the gateway reconnects by itself.
+    upstream = Kill(start_everything_http(port));
+    listening().await;
+    eventually(
+        Duration::from_secs(60),
+        "calls through the restarted upstream",
+        || async {
+            (call(&gw, "echo", json!({"message": "again"})).await.status == 200).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    drop(upstream);
+}
+
+#[tokio::test]
+async fn openapi_document_and_swagger_ui() {
+    let gw = Gateway::start(
+        "docs",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let response = reqwest::get(gw.url("/openapi.json")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().contains_key("x-request-id"));
+    let doc: Value = response.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["title"], "docs (mcp-http-gateway)");
+    let tools = get(&gw, "/tools").await;
+    for tool in tools.body["data"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let op = &doc["paths"][format!("/tools/{name}")]["post"];
+        assert_eq!(
+            op["requestBody"]["content"]["application/json"]["schema"], tool["input_schema"],
+            "{name}"
+        );
+    }
+    for path in ["/tools", "/call-tool", "/tools/{name}", "/health"] {
+        assert!(doc["paths"][path].is_object(), "{path}");
+    }
+    let html = reqwest::get(gw.url("/docs/")).await.unwrap();
+    assert_eq!(html.status(), 200);
+    assert!(
+        html.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let page = html.text().await.unwrap();
+    assert!(page.contains("swagger"), "Swagger UI page");
+    let config = reqwest::get(gw.url("/docs/swagger-initializer.js"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(config.contains("/openapi.json"), "{config}");
+    // /docs redirects to /docs/
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let redirect = client.get(gw.url("/docs")).send().await.unwrap();
+    assert!(redirect.status().is_redirection());
+}

@@ -1,0 +1,168 @@
+//! Supervision of stdio MCP servers: a killed child fails the call at once and comes back;
+//! no child outlives the gateway, even when the gateway is SIGKILLed.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::harness::*;
+
+#[tokio::test]
+async fn a_child_killed_mid_call_fails_the_call_then_recovers() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let gw = Gateway::start("supervised", &extra).await;
+    let before = gw.child_pids();
+    assert_eq!(before.len(), 1, "one child: {before:?}");
+
+    let started = Instant::now();
+    let slow = tokio::spawn({
+        let url = gw.url("/call-tool");
+        async move {
+            let body = json!({"tool": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30}});
+            Answer::from(
+                reqwest::Client::new()
+                    .post(url)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    });
+    // Kill only once the call is in flight.
+    eventually(
+        Duration::from_secs(10),
+        "the call to be in flight",
+        || async { (get(&gw, "/health").await.body["data"]["active_calls"] == 1).then_some(()) },
+    )
+    .await;
+    // SAFETY: kill(2) on the gateway's child.
+    unsafe { libc::kill(before[0] as i32, libc::SIGKILL) };
+
+    let a = slow.await.unwrap();
+    a.assert_envelope();
+    assert_eq!(
+        (a.status.as_u16(), a.code()),
+        (500, "EXECUTION_ERROR"),
+        "{}",
+        a.body
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "answered before the operation could have finished"
+    );
+
+    // Restarted with backoff: calls succeed again, through a new child.
+    eventually(Duration::from_secs(30), "recovery", || async {
+        (call(&gw, "echo", json!({"message": "back"})).await.status == 200).then_some(())
+    })
+    .await;
+    let after = gw.child_pids();
+    assert_eq!(after.len(), 1);
+    assert_ne!(after, before, "a new child");
+    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    assert!(
+        gw.logs().contains("MCP server unavailable"),
+        "the crash is logged"
+    );
+}
+
+#[tokio::test]
+async fn calls_fail_fast_while_the_child_is_down() {
+    // Starts the real server once; while the `down` file exists, every restart fails.
+    let dir = tempfile::tempdir().unwrap();
+    let down = dir.path().join("down");
+    let script = format!(
+        "if [ -e '{down}' ]; then echo 'kept down by the test' >&2; exit 3; fi; exec node '{js}' stdio",
+        down = down.display(),
+        js = everything_js()
+    );
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n  - {{ name: flaky, kind: mcp, command: sh, args: [-c, {}] }}\n",
+        serde_json::to_string(&script).unwrap()
+    );
+    let gw = Gateway::start("flaky", &extra).await;
+    assert_eq!(
+        call(&gw, "echo", json!({"message": "up"})).await.status,
+        200
+    );
+    std::fs::write(&down, "").unwrap();
+    let child = gw.child_pids()[0];
+    // SAFETY: kill(2) on the gateway's child.
+    unsafe { libc::kill(child as i32, libc::SIGKILL) };
+
+    let health = eventually(
+        Duration::from_secs(10),
+        "the dependency to be reported unavailable",
+        || async {
+            let h = get(&gw, "/health").await;
+            (h.body["data"]["dependencies"]["flaky"]["status"] == "unavailable").then_some(h)
+        },
+    )
+    .await;
+    assert_eq!(health.status, 200);
+    assert_eq!(health.body["data"]["status"], "degraded");
+    assert!(
+        health.body["data"]["dependencies"]["flaky"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("retrying in")
+    );
+    // The tools stay listed and fail at once, naming the dependency.
+    let started = Instant::now();
+    let a = call(&gw, "echo", json!({"message": "down"})).await;
+    a.assert_envelope();
+    assert_eq!((a.status.as_u16(), a.code()), (500, "EXECUTION_ERROR"));
+    assert!(
+        a.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("Dependency unavailable: MCP server 'flaky'"),
+        "{}",
+        a.body
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "no waiting for a reconnect"
+    );
+    eventually(
+        Duration::from_secs(10),
+        "the failing child's stderr in the log",
+        || async { gw.logs().contains("kept down by the test").then_some(()) },
+    )
+    .await;
+
+    std::fs::remove_file(&down).unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "recovery after the file is gone",
+        || async {
+            (call(&gw, "echo", json!({"message": "back"})).await.status == 200).then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn no_child_outlives_a_sigkilled_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "providers:\n{}{}{}",
+        everything_provider("everything"),
+        time_provider("time"),
+        memory_provider("memory", dir.path())
+    );
+    let mut gw = Gateway::start("orphans", &extra).await;
+    let children = gw.child_pids();
+    assert_eq!(children.len(), 3, "{children:?}");
+    gw.signal(libc::SIGKILL);
+    gw.wait_exit(Duration::from_secs(10)).await;
+    eventually(Duration::from_secs(10), "every child gone", || async {
+        children.iter().all(|pid| !alive(*pid)).then_some(())
+    })
+    .await;
+}
