@@ -78,6 +78,13 @@ impl Settings {
         } else {
             HashSet::new()
         };
+        if config.security.api_keys_enabled && api_keys.is_empty() {
+            tracing::warn!(
+                service = %config.service.name,
+                "security.api_keys_enabled is set but {} holds no key: every request but /health will answer 401",
+                config.security.api_keys_env
+            );
+        }
         Settings { config, api_keys }
     }
 

@@ -61,7 +61,9 @@ pub async fn api_key(
                     .ok()?
                     .strip_prefix("Bearer ")
             });
-        if !presented.is_some_and(|key| settings.api_keys.contains(key.trim())) {
+        let accepted = presented
+            .is_some_and(|key| settings.api_keys.iter().any(|k| same_secret(k, key.trim())));
+        if !accepted {
             return Reply::error(
                 ErrorCode::Unauthorized,
                 "Missing or invalid API key (send X-API-Key: <key> or Authorization: Bearer <key>)",
@@ -70,6 +72,16 @@ pub async fn api_key(
         }
     }
     next.run(request).await
+}
+
+/// Compares without stopping at the first difference, so timing says nothing about the key.
+fn same_secret(expected: &str, presented: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), presented.as_bytes());
+    let mut difference = a.len() ^ b.len();
+    for (i, byte) in b.iter().enumerate() {
+        difference |= usize::from(a.get(i).copied().unwrap_or(0) ^ byte);
+    }
+    difference == 0
 }
 
 pub async fn rate_limit(
@@ -89,4 +101,18 @@ pub async fn rate_limit(
         .into_response();
     }
     next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("k-one", "k-one"));
+        assert!(!same_secret("k-one", "k-on"));
+        assert!(!same_secret("k-one", "k-one2"));
+        assert!(!same_secret("k-one", "K-one"));
+        assert!(!same_secret("", "x"));
+    }
 }

@@ -118,7 +118,7 @@ async fn config_dir_runs_each_service_on_its_own_port() {
         "--config-dir".into(),
         dir.path().to_string_lossy().into_owned(),
     ];
-    let mut gw = Gateway::spawn_with(args, p1, tempfile::tempdir().unwrap(), config);
+    let mut gw = Gateway::spawn_with(args, p1, tempfile::tempdir().unwrap(), config, &[]);
     gw.wait_running().await;
     let one = call(&gw, "echo", json!({"message": "1"})).await;
     assert_eq!(one.status, 200);

@@ -1,8 +1,6 @@
 //! Every error code of the contract, provoked from outside, with its status and envelope.
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::harness::*;
 
@@ -234,81 +232,40 @@ async fn rate_limited_requests_get_429_with_retry_after() {
 
 #[tokio::test]
 async fn api_keys_guard_everything_but_health_and_docs() {
-    let port = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("keyed.yaml");
     let extra = format!(
         "security: {{ api_keys_enabled: true, api_keys_env: MHG_TEST_KEYS }}\nproviders:\n{}",
         everything_provider("everything")
     );
-    std::fs::write(&config, service_yaml("keyed", port, &extra)).unwrap();
-    let log = dir.path().join("gateway.log");
-    let child = std::process::Command::new(BIN)
-        .args(["serve", "--config", config.to_str().unwrap()])
-        .env("MHG_TEST_KEYS", "k-one, k-two")
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+    let mut gw = Gateway::spawn_env("keyed", &extra, &[("MHG_TEST_KEYS", "k-one, k-two")]);
+    gw.wait_running().await;
+    let client = reqwest::Client::new();
+    // (path, header sent, expected status)
+    let cases = [
+        ("/tools", None, 401),
+        ("/tools", Some(("x-api-key", "wrong")), 401),
+        ("/tools", Some(("x-api-key", "k-one")), 200),
+        ("/tools", Some(("authorization", "Bearer k-two")), 200),
+        ("/tools", Some(("authorization", "Basic k-two")), 401),
+        ("/health", None, 200),
+    ];
+    for (path, header, status) in cases {
+        let mut request = client.get(gw.url(path));
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        let a = Answer::from(request.send().await.unwrap()).await;
+        a.assert_envelope();
+        assert_eq!(a.status, status, "{path} with {header:?}");
+        if status == 401 {
+            assert_eq!(a.code(), "UNAUTHORIZED");
         }
     }
-    let _child = Kill(child);
-    let client = reqwest::Client::new();
-    let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
-    eventually(Duration::from_secs(60), "keyed service ready", || async {
-        let r = client.get(url("/health")).send().await.ok()?;
-        let v: Value = r.json().await.ok()?;
-        (v["data"]["state"] == "HEALTHY").then_some(())
-    })
-    .await;
-    let a = Answer::from(client.get(url("/tools")).send().await.unwrap()).await;
-    a.assert_envelope();
-    assert_eq!((a.status.as_u16(), a.code()), (401, "UNAUTHORIZED"));
-    let a = Answer::from(
-        client
-            .get(url("/tools"))
-            .header("x-api-key", "wrong")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(a.status, 401);
-    let a = Answer::from(
-        client
-            .get(url("/tools"))
-            .header("x-api-key", "k-one")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(a.status, 200);
-    let a = Answer::from(
-        client
-            .get(url("/tools"))
-            .bearer_auth("k-two")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(a.status, 200);
     assert_eq!(
-        client.get(url("/health")).send().await.unwrap().status(),
-        200
-    );
-    assert_eq!(
-        client.get(url("/docs/")).send().await.unwrap().status(),
+        client.get(gw.url("/docs/")).send().await.unwrap().status(),
         200
     );
     // The keys never reach the log.
-    let logs = std::fs::read_to_string(&log).unwrap();
+    let logs = gw.logs();
     assert!(!logs.contains("k-one") && !logs.contains("k-two"));
 }
 

@@ -107,6 +107,11 @@ pub struct Gateway {
 impl Gateway {
     /// Writes `extra` into a config for service `name` on a free port and starts the binary.
     pub fn spawn(name: &str, extra: &str) -> Gateway {
+        Gateway::spawn_env(name, extra, &[])
+    }
+
+    /// As [`Gateway::spawn`], with extra environment variables for the gateway.
+    pub fn spawn_env(name: &str, extra: &str, env: &[(&str, &str)]) -> Gateway {
         let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join(format!("{name}.yaml"));
@@ -120,6 +125,7 @@ impl Gateway {
             port,
             dir,
             config,
+            env,
         )
     }
 
@@ -128,6 +134,7 @@ impl Gateway {
         port: u16,
         dir: tempfile::TempDir,
         config: PathBuf,
+        env: &[(&str, &str)],
     ) -> Gateway {
         let log = dir.path().join("gateway.log");
         let out = std::fs::File::create(&log).unwrap();
@@ -138,6 +145,7 @@ impl Gateway {
             .stdout(out)
             .stderr(err)
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .spawn()
             .expect("start mcp-http-gateway");
         Gateway {
@@ -463,5 +471,15 @@ impl RawConnection {
         let mut body = vec![0; length];
         self.stream.read_exact(&mut body).await.unwrap();
         (status, serde_json::from_slice(&body).unwrap())
+    }
+}
+
+/// A helper process (an upstream server) killed when the test ends, however it ends.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

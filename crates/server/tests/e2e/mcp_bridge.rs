@@ -138,7 +138,9 @@ async fn every_page_is_listed_and_list_changed_refreshes() {
     let tools = get(&gw, "/tools").await;
     assert_eq!(
         names(&tools),
-        vec!["add_tool", "tool_a", "tool_b", "tool_c", "tool_d", "tool_e"]
+        vec![
+            "add_tool", "sleep", "tool_a", "tool_b", "tool_c", "tool_d", "tool_e"
+        ]
     );
 
     let a = call(&gw, "add_tool", json!({"name": "tool_new"})).await;
@@ -150,7 +152,7 @@ async fn every_page_is_listed_and_list_changed_refreshes() {
             .then_some(tools)
     })
     .await;
-    assert_eq!(names(&tools).len(), 7);
+    assert_eq!(names(&tools).len(), 8);
     let a = call(&gw, "tool_new", json!({"text": "ça marche"})).await;
     assert_eq!(a.body["data"]["content"][0]["text"], "tool_new:ça marche");
     // The per-service document follows the tool list.
@@ -179,13 +181,6 @@ fn start_everything_http(port: u16) -> std::process::Child {
 #[tokio::test]
 async fn streamable_http_upstream_down_and_back() {
     let port = free_port();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let listening = || async move {
         eventually(
             Duration::from_secs(30),
@@ -199,7 +194,7 @@ async fn streamable_http_upstream_down_and_back() {
         )
         .await
     };
-    let mut upstream = Kill(start_everything_http(port));
+    let mut upstream = KillOnDrop(start_everything_http(port));
     listening().await;
     let extra = format!(
         "monitoring: {{ health_check_interval: 10 }}\nproviders:\n  - {{ name: remote, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\", headers: {{ X-Trace: \"${{MHG_UNSET_VAR:-gateway}}\" }} }}\n"
@@ -239,7 +234,7 @@ async fn streamable_http_upstream_down_and_back() {
     )
     .await;
     // It comes back on the same address: the gateway reconnects by itself.
-    upstream = Kill(start_everything_http(port));
+    upstream = KillOnDrop(start_everything_http(port));
     listening().await;
     eventually(
         Duration::from_secs(60),
@@ -302,4 +297,30 @@ async fn openapi_document_and_swagger_ui() {
         .unwrap();
     let redirect = client.get(gw.url("/docs")).send().await.unwrap();
     assert!(redirect.status().is_redirection());
+}
+
+#[tokio::test]
+async fn a_timed_out_call_is_cancelled_upstream() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 1000 }}\nproviders:\n  - {{ name: paged, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+        venv_python(),
+        fixture("paged_dynamic_server.py")
+    );
+    let gw = Gateway::start("cancels", &extra).await;
+    let a = call(&gw, "sleep", json!({"seconds": 30})).await;
+    a.assert_envelope();
+    assert_eq!((a.status.as_u16(), a.code()), (504, "TIMEOUT"));
+    // The server itself says its handler was cancelled (its stderr is in our log).
+    eventually(
+        Duration::from_secs(10),
+        "the upstream's cancellation report",
+        || async {
+            gw.logs()
+                .contains("fixture: sleep cancelled by the client")
+                .then_some(())
+        },
+    )
+    .await;
+    // The connection is still good.
+    assert_eq!(call(&gw, "sleep", json!({"seconds": 0})).await.status, 200);
 }

@@ -50,7 +50,7 @@ impl Endpoint {
     fn describe(&self) -> String {
         match self {
             Endpoint::Stdio(s) => format!("stdio: {}", s.program),
-            Endpoint::Http(h) => format!("streamable-http: {}", h.url),
+            Endpoint::Http(h) => format!("streamable-http: {}", h.redacted_url()),
         }
     }
 }

@@ -34,6 +34,20 @@ impl HttpSpec {
         })
     }
 
+    /// The URL without credentials or query, fit for logs and /health: either may hold a secret.
+    pub fn redacted_url(&self) -> String {
+        match reqwest::Url::parse(&self.url) {
+            Ok(mut url) => {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.set_query(None);
+                url.set_fragment(None);
+                url.to_string()
+            }
+            Err(_) => "<invalid url>".to_owned(),
+        }
+    }
+
     pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
         let headers: HashMap<HeaderName, HeaderValue> = self
             .headers
@@ -48,5 +62,27 @@ impl HttpSpec {
         let config =
             StreamableHttpClientTransportConfig::with_uri(self.url.clone()).custom_headers(headers);
         StreamableHttpClientTransport::from_config(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_drops_credentials_and_query() {
+        let spec = HttpSpec::new(
+            "https://user:secret@mcp.example:8443/mcp?token=abc",
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        assert_eq!(spec.redacted_url(), "https://mcp.example:8443/mcp");
+    }
+
+    #[test]
+    fn bad_header_values_are_refused_without_echoing_them() {
+        let headers = BTreeMap::from([("X-Key".to_owned(), "line\nbreak-secret".to_owned())]);
+        let error = HttpSpec::new("http://h/mcp", &headers).unwrap_err();
+        assert!(!error.contains("secret"), "{error}");
     }
 }
