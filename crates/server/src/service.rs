@@ -20,7 +20,7 @@ use crate::lifecycle::{Lifecycle, Phase};
 use crate::provider::{self, CallContext, JsonObject, Provider, ProviderHooks};
 use crate::rate_limit::RateLimiter;
 use crate::registry::{Conflict, ToolRegistry};
-use crate::service_doc::service_document;
+use crate::service_doc::{Limits, service_document};
 
 /// Why a service could not start or reload.
 #[derive(Debug, thiserror::Error)]
@@ -156,7 +156,7 @@ impl Service {
         let name = config.service.name.to_string();
         let version = config.version();
         let providers = build_providers(&config, &[], &tools_changed)?;
-        let openapi = Arc::new(service_document(&name, &version, &[]));
+        let openapi = Arc::new(service_document(&name, &version, &[], limits_of(&config)));
         Ok(Arc::new(Service {
             rate_limiter: RateLimiter::new(config.security.rate_limit.0),
             lifecycle: Lifecycle::default(),
@@ -225,10 +225,12 @@ impl Service {
     }
 
     fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
+        let limits = limits_of(&self.settings().config);
         let openapi = Arc::new(service_document(
             &self.name,
             &self.version,
             registry.tools(),
+            limits,
         ));
         *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet {
             providers,
@@ -398,6 +400,13 @@ impl Service {
         let providers = self.toolset().providers.clone();
         futures::future::join_all(providers.iter().map(|p| p.shutdown())).await;
         self.lifecycle.set(Phase::Stopped);
+    }
+}
+
+fn limits_of(config: &ServiceConfig) -> Limits {
+    Limits {
+        max_body_bytes: config.limits.max_body_bytes.0,
+        call_timeout_ms: config.limits.call_timeout_ms.0,
     }
 }
 

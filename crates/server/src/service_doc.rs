@@ -5,11 +5,25 @@
 use contract::ToolSchema;
 use serde_json::{Value, json};
 
-/// Builds the document for a service's current tools. Run when the tool list changes.
-pub fn service_document(service: &str, version: &str, tools: &[ToolSchema]) -> Value {
+/// The limits a client needs to know, published as `x-limits` at the document's root.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: u64,
+    pub call_timeout_ms: u64,
+}
+
+/// Builds the document for a service's current tools. Run when the tools or limits change.
+pub fn service_document(
+    service: &str,
+    version: &str,
+    tools: &[ToolSchema],
+    limits: Limits,
+) -> Value {
     let mut doc = contract::openapi::document_json();
     doc["info"]["title"] = json!(format!("{service} (mcp-http-gateway)"));
     doc["info"]["version"] = json!(version);
+    doc["x-limits"] =
+        json!({"max_body_bytes": limits.max_body_bytes, "call_timeout_ms": limits.call_timeout_ms});
     let by_name = doc["paths"]["/tools/{name}"]["post"].clone();
     let paths = doc["paths"]
         .as_object_mut()
@@ -60,7 +74,15 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
             annotations: None,
         }];
-        let doc = service_document("svc", "1.2.3", &tools);
+        let limits = Limits {
+            max_body_bytes: 10,
+            call_timeout_ms: 20,
+        };
+        let doc = service_document("svc", "1.2.3", &tools, limits);
+        assert_eq!(
+            doc["x-limits"],
+            json!({"max_body_bytes": 10, "call_timeout_ms": 20})
+        );
         let op = &doc["paths"]["/tools/get-sum"]["post"];
         assert_eq!(op["operationId"], "call_get_sum");
         assert_eq!(

@@ -261,6 +261,8 @@ async fn openapi_document_and_swagger_ui() {
     let doc: Value = response.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["info"]["title"], "docs (mcp-http-gateway)");
+    assert_eq!(doc["x-limits"]["max_body_bytes"], 1_048_576);
+    assert_eq!(doc["x-limits"]["call_timeout_ms"], 30_000);
     let tools = get(&gw, "/tools").await;
     for tool in tools.body["data"]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
