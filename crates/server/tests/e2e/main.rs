@@ -1,6 +1,7 @@
 //! End-to-end tests: the real binary, real MCP servers, real sockets.
 
 mod config_cli;
+mod conformance_runs;
 mod contract_errors;
 mod harness;
 mod lifecycle;

@@ -1,0 +1,42 @@
+//! Conformance tester for the mcp-http-gateway contract: runs every check against a service at
+//! a URL — ours or anyone's — and reports what passed and what did not, with the request that
+//! shows each failure. The binary (`main.rs`) is a thin command line around [`run`].
+
+pub mod client;
+pub mod discovery;
+pub mod mcp;
+pub mod probes;
+pub mod report;
+pub mod schema_gen;
+pub mod spec;
+pub mod tester;
+pub mod tools;
+
+pub use report::Report;
+pub use tester::Options;
+
+/// Runs every check. `Err` only when the run cannot start (bad spec, bad URL).
+pub fn run(options: Options) -> Result<Report, String> {
+    let mut t = tester::Tester::new(options)?;
+    t.progress(&format!(
+        "testing {} (seed {})",
+        t.client.base, t.options.seed
+    ));
+    discovery::health(&mut t);
+    let tools = discovery::tools_list(&mut t);
+    discovery::openapi_tools(&mut t, &tools);
+    probes::status_codes(&mut t);
+    probes::request_id_echo(&mut t);
+    tools::run(&mut t, &tools);
+    if t.options.mcp {
+        mcp::run(&mut t, &tools);
+    } else {
+        t.report.skip("mcp", "not asked (--mcp)");
+    }
+    if tools.is_empty() {
+        for check in ["tool-valid-inputs", "tool-invalid-inputs", "unicode"] {
+            t.report.skip(check, "the service lists no tools");
+        }
+    }
+    Ok(t.report)
+}
