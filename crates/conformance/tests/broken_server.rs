@@ -340,3 +340,67 @@ fn every_violation_is_reported_and_the_exit_code_says_so() {
         report["checks"].as_array().unwrap().len()
     );
 }
+
+#[test]
+fn no_call_and_only_tool_limit_what_is_called() {
+    let port = start();
+    let run = |extra: &[&str]| -> Value {
+        let dir = tempfile::tempdir().unwrap();
+        let json_report = dir.path().join("report.json");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_conformance"))
+            .args([
+                "--url",
+                &format!("http://127.0.0.1:{port}"),
+                "--cases",
+                "8",
+                "--seed",
+                "1",
+                "--quiet",
+            ])
+            .args(["--json", json_report.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "the server is still broken");
+        serde_json::from_str(&std::fs::read_to_string(&json_report).unwrap()).unwrap()
+    };
+    let check = |report: &Value, name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+
+    let report = run(&["--no-call"]);
+    for name in ["tool-valid-inputs", "tool-invalid-inputs", "unicode"] {
+        let c = check(&report, name);
+        assert_eq!(c["cases"], 0, "{name}");
+        assert_eq!(c["skipped"], "--no-call", "{name}");
+    }
+    assert_eq!(check(&report, "mcp")["skipped"], "not asked (--mcp)");
+
+    // Only `lenient` is called: `strict`'s refusal of n > 5 goes unseen.
+    let report = run(&["--only-tool", "lenient"]);
+    assert_eq!(check(&report, "tool-valid-inputs")["failed"], 0);
+    assert!(
+        check(&report, "tool-invalid-inputs")["failed"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // And a skipped tool is not called either.
+    let report = run(&[
+        "--skip-tool",
+        "strict",
+        "--skip-tool",
+        "lenient",
+        "--skip-tool",
+        "mangle",
+    ]);
+    assert_eq!(check(&report, "tool-valid-inputs")["failed"], 0);
+    assert_eq!(check(&report, "tool-invalid-inputs")["failed"], 0);
+    assert_eq!(check(&report, "unicode")["failed"], 0);
+}
