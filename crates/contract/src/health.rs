@@ -37,6 +37,10 @@ pub struct DependencyStatus {
     /// Why it is not connected, and what to do about it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// When a check last succeeded (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_ok: Option<String>,
 }
 
 /// `data` of GET /health (and `meta.health` when it answers 503).

@@ -351,7 +351,12 @@ fn success_example(op: &Operation) -> Value {
             serde_json::to_value(example_health(
                 HealthStatus::Healthy,
                 "HEALTHY",
-                DependencyStatus { status: DependencyState::Connected, response_time_ms: Some(2), error: None },
+                DependencyStatus {
+                    status: DependencyState::Connected,
+                    response_time_ms: Some(2),
+                    error: None,
+                    last_ok: Some(EXAMPLE_TIMESTAMP.into()),
+                },
             ))
             .expect("example serializes"),
             Meta { execution_time_ms: Some(2), ..Meta::default() },
@@ -408,6 +413,7 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
                 status: DependencyState::Unknown,
                 response_time_ms: None,
                 error: Some("starting".into()),
+                last_ok: None,
             },
         ));
     }

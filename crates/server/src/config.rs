@@ -45,9 +45,9 @@ pub struct ServiceConfig {
     pub security: SecuritySection,
     #[serde(default)]
     pub limits: LimitsSection,
-    /// Reserved for the dependency-backed provider kinds (cypher, http); must be empty here.
+    /// Databases and HTTP APIs that `cypher` and `http` providers use, by name.
     #[serde(default)]
-    pub dependencies: BTreeMap<String, serde_json::Value>,
+    pub dependencies: BTreeMap<String, DependencyConfig>,
     #[serde(default)]
     pub providers: Vec<ProviderConfig>,
     /// The folder of the file, against which relative paths in it are resolved.
@@ -221,6 +221,131 @@ pub struct ProviderConfig {
     /// Extra HTTP headers sent to `url` (values may use `${VAR}`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// cypher and http: the entry of `dependencies` this provider uses.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// cypher and http: the tools, declared here.
+    #[serde(default)]
+    pub tools: Vec<ToolDeclaration>,
+    /// http: an OpenAPI 3.x document (file path or URL) whose operations become tools.
+    #[serde(default)]
+    pub openapi: Option<String>,
+    /// http with `openapi`: only these operationIds (empty: all).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// http with `openapi`: never these operationIds.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// http: adds a tool of this name reporting calls and tokens per model, counted from the
+    /// `usage` of upstream answers since start (OpenAI-compatible APIs).
+    #[serde(default)]
+    pub usage_tool: Option<String>,
+    /// Said in /health and in errors while the dependency is unavailable: what to start.
+    #[serde(default)]
+    pub setup_hint: Option<String>,
+}
+
+/// A tool declared in the configuration (cypher and http providers).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDeclaration {
+    pub name: Spanned<String>,
+    pub description: String,
+    /// JSON Schema of the arguments; `type: object`.
+    pub input_schema: serde_json::Value,
+    /// cypher: the Cypher text (arguments are `$parameters`; only schema-bounded integers may
+    /// appear as `{{ name }}`). http: query-string parameters, each a template.
+    #[serde(default)]
+    pub query: Option<QueryField>,
+    /// cypher: the key of `data` holding the rows (default `rows`).
+    #[serde(default)]
+    pub result_key: Option<String>,
+    /// http: GET, POST, PUT, PATCH, DELETE (default GET).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// http: the path under the dependency's base_url, with `{arg}` placeholders.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// http: extra headers, each a template.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// http: the JSON body as a template (default for POST/PUT/PATCH: the arguments).
+    #[serde(default)]
+    pub body: Option<String>,
+    /// http: a JSON pointer into the upstream answer selecting `data` (default: all of it).
+    #[serde(default)]
+    pub result: Option<String>,
+}
+
+/// `query:` is Cypher text for cypher tools and a map of templates for http tools.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum QueryField {
+    Cypher(String),
+    Params(BTreeMap<String, String>),
+}
+
+/// Something a provider depends on, checked for /health.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DependencyConfig {
+    pub kind: DependencyKind,
+    /// bolt: `bolt://host:port` (Memgraph, Neo4j, ArcadeDB).
+    #[serde(default)]
+    pub uri: Option<String>,
+    /// bolt: the user (empty for none).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// bolt: the environment variable holding the password (never the password itself).
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// bolt: pooled connections (default 16).
+    #[serde(default)]
+    pub max_connections: Option<AtLeast<1>>,
+    /// http: the API's base URL, e.g. `http://127.0.0.1:11434/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// http: the environment variable holding an API key, sent as `Authorization: Bearer`.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// http: the path GET-checked for health (default `/`).
+    #[serde(default)]
+    pub health_path: Option<String>,
+    /// http: headers sent with every request (values may use `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Connect timeout (bolt) or whole-request timeout (http) in ms; calls are also bounded
+    /// by limits.call_timeout_ms. Default 1000 for bolt connects, the call timeout for http.
+    #[serde(default)]
+    pub timeout_ms: Option<AtLeast<1>>,
+}
+
+impl fmt::Display for DependencyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DependencyKind::Bolt => "bolt",
+            DependencyKind::Http => "http",
+        })
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProviderKind::Mcp => "mcp",
+            ProviderKind::Cypher => "cypher",
+            ProviderKind::Http => "http",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DependencyKind {
+    /// A graph database speaking Bolt.
+    Bolt,
+    /// An HTTP API.
+    Http,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -228,6 +353,10 @@ pub struct ProviderConfig {
 pub enum ProviderKind {
     /// An MCP server, over stdio (`command`) or Streamable HTTP (`url`).
     Mcp,
+    /// Cypher queries declared as tools, run against a `bolt` dependency.
+    Cypher,
+    /// Calls of an HTTP API declared as tools (or imported from its OpenAPI document).
+    Http,
 }
 
 /// `^[a-z][a-z0-9-]*$`
@@ -336,13 +465,20 @@ impl ServiceConfig {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(name) = self.dependencies.keys().next() {
-            return Err(ConfigError::Whole {
+        for (name, dependency) in &self.dependencies {
+            let whole = |message: String| ConfigError::Whole {
                 path: self.source.clone(),
-                message: format!(
-                    "dependencies.{name}: no provider kind of this version uses dependencies (mcp providers need none)"
-                ),
-            });
+                message: format!("dependencies.{name}: {message}"),
+            };
+            match dependency.kind {
+                DependencyKind::Bolt if dependency.uri.is_none() => {
+                    return Err(whole("a bolt dependency needs `uri`".into()));
+                }
+                DependencyKind::Http if dependency.base_url.is_none() => {
+                    return Err(whole("an http dependency needs `base_url`".into()));
+                }
+                _ => {}
+            }
         }
         let mut seen: BTreeMap<&ProviderName, &Spanned<ProviderName>> = BTreeMap::new();
         for provider in &self.providers {
@@ -356,7 +492,12 @@ impl ServiceConfig {
                     ),
                 ));
             }
+            if provider.kind != ProviderKind::Mcp {
+                self.validate_declared(provider)?;
+                continue;
+            }
             match provider.kind {
+                ProviderKind::Cypher | ProviderKind::Http => {}
                 ProviderKind::Mcp => match (&provider.command, &provider.url) {
                     (Some(_), Some(_)) => {
                         return Err(self.at(
@@ -401,6 +542,106 @@ impl ServiceConfig {
                     }
                     _ => {}
                 },
+            }
+        }
+        Ok(())
+    }
+
+    /// Rules of the `cypher` and `http` kinds: a dependency of the right kind, tools that say
+    /// what they run, no stdio/url fields.
+    fn validate_declared(&self, provider: &ProviderConfig) -> Result<(), ConfigError> {
+        let name = &provider.name.value;
+        let fail =
+            |message: String| Err(self.at(&provider.name, format!("provider '{name}': {message}")));
+        if provider.command.is_some()
+            || provider.url.is_some()
+            || !provider.args.is_empty()
+            || provider.cwd.is_some()
+        {
+            return fail("`command`, `args`, `cwd` and `url` belong to mcp providers".into());
+        }
+        let wanted = if provider.kind == ProviderKind::Cypher {
+            DependencyKind::Bolt
+        } else {
+            DependencyKind::Http
+        };
+        let Some(dependency) = &provider.dependency else {
+            return fail(format!(
+                "needs `dependency:` naming a {wanted} entry of `dependencies`"
+            ));
+        };
+        match self.dependencies.get(dependency) {
+            None => {
+                return fail(format!(
+                    "dependency '{dependency}' is not in `dependencies`"
+                ));
+            }
+            Some(d) if d.kind != wanted => {
+                return fail(format!(
+                    "dependency '{dependency}' is {}, a {} provider needs {wanted}",
+                    d.kind, provider.kind
+                ));
+            }
+            Some(_) => {}
+        }
+        if provider.kind == ProviderKind::Cypher
+            && (provider.openapi.is_some() || provider.usage_tool.is_some())
+        {
+            return fail("`openapi` and `usage_tool` belong to http providers".into());
+        }
+        if provider.tools.is_empty() && provider.openapi.is_none() && provider.usage_tool.is_none()
+        {
+            return fail("declares no tools".into());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for tool in &provider.tools {
+            let at = |message: String| {
+                Err(self.at(&tool.name, format!("tool '{}': {message}", tool.name.value)))
+            };
+            if !names.insert(tool.name.value.as_str()) {
+                return at("declared twice".into());
+            }
+            if tool.input_schema["type"] != "object" {
+                return at("input_schema must have `type: object`".into());
+            }
+            match (provider.kind, &tool.query) {
+                (ProviderKind::Cypher, Some(QueryField::Cypher(_))) => {}
+                (ProviderKind::Cypher, _) => {
+                    return at("a cypher tool needs `query:` with the Cypher text".into());
+                }
+                (ProviderKind::Http, Some(QueryField::Cypher(_))) => {
+                    return at("`query:` of an http tool is a map of query parameters".into());
+                }
+                (ProviderKind::Http, _) if tool.path.is_none() => {
+                    return at("an http tool needs `path:`".into());
+                }
+                _ => {}
+            }
+            if provider.kind == ProviderKind::Cypher
+                && (tool.method.is_some()
+                    || tool.path.is_some()
+                    || tool.body.is_some()
+                    || tool.result.is_some()
+                    || !tool.headers.is_empty())
+            {
+                return at(
+                    "`method`, `path`, `headers`, `body` and `result` belong to http tools".into(),
+                );
+            }
+            if let Some(method) = &tool.method
+                && !["GET", "POST", "PUT", "PATCH", "DELETE"]
+                    .contains(&method.to_ascii_uppercase().as_str())
+            {
+                return at(format!(
+                    "method '{method}' is not one of GET, POST, PUT, PATCH, DELETE"
+                ));
+            }
+            if let Some(pointer) = &tool.result
+                && !(pointer.is_empty() || pointer.starts_with('/'))
+            {
+                return at(format!(
+                    "result '{pointer}' is not a JSON pointer (\"\" or starting with '/')"
+                ));
             }
         }
         Ok(())

@@ -1,7 +1,9 @@
 //! `mcp-http-gateway`: the command line. Parses arguments, loads configuration, and hands
 //! over to the runtime; the only place errors become exit codes.
 
+mod clock;
 mod config;
+mod dependency;
 mod http;
 mod lifecycle;
 mod logging;

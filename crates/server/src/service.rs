@@ -10,17 +10,22 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use contract::{
-    DependencyState, ErrorCode, HealthResponse, HealthStatus, ToolsResponse, ValidationIssue,
+    DependencyState, DependencyStatus, ErrorCode, HealthResponse, HealthStatus, ToolsResponse,
+    ValidationIssue,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::config::ServiceConfig;
+use crate::config::{ProviderConfig, ServiceConfig};
+use crate::dependency;
 use crate::lifecycle::{Lifecycle, Phase};
 use crate::provider::{self, CallContext, JsonObject, Provider, ProviderHooks};
 use crate::rate_limit::RateLimiter;
 use crate::registry::{Conflict, ToolRegistry};
 use crate::service_doc::{Limits, service_document};
+
+/// How long one dependency check may take when /health asks.
+const CHECK_BUDGET: Duration = Duration::from_secs(1);
 
 /// Why a service could not start or reload.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +37,11 @@ pub enum ServiceError {
     },
     #[error("service '{service}': {conflict}")]
     DuplicateTool { service: String, conflict: Conflict },
+    #[error("service '{service}': {source}")]
+    Dependency {
+        service: String,
+        source: dependency::DependencyError,
+    },
 }
 
 /// Why a call failed, ready to be answered.
@@ -155,7 +165,7 @@ impl Service {
         let tools_changed = Arc::new(Notify::new());
         let name = config.service.name.to_string();
         let version = config.version();
-        let providers = build_providers(&config, &[], &tools_changed)?;
+        let providers = build_providers(&config, None, &tools_changed)?;
         let openapi = Arc::new(service_document(&name, &version, &[], limits_of(&config)));
         Ok(Arc::new(Service {
             rate_limiter: RateLimiter::new(config.security.rate_limit.0),
@@ -203,9 +213,40 @@ impl Service {
         self.install(providers, registry);
         self.lifecycle.set(Phase::Running);
         tokio::spawn(self.clone().follow_tool_changes());
+        tokio::spawn(self.clone().watch_dependencies());
         let health = self.health().await;
         tracing::info!(service = %self.name, status = ?health.status, tools = self.toolset().registry.tools().len(), "service ready");
         Ok(())
+    }
+
+    /// Checks the dependencies every `monitoring.health_check_interval` seconds and logs each
+    /// change of state, so an outage shows in the log even when nobody asks /health.
+    async fn watch_dependencies(self: Arc<Self>) {
+        let mut last: BTreeMap<String, DependencyState> = BTreeMap::new();
+        loop {
+            let every =
+                Duration::from_secs(self.settings().config.monitoring.health_check_interval.0);
+            tokio::time::sleep(every).await;
+            if self.lifecycle.phase() != Phase::Running {
+                return;
+            }
+            let providers = self.toolset().providers.clone();
+            for (name, status) in check_all(&providers).await {
+                let before = last.insert(name.clone(), status.status);
+                if before.is_some_and(|b| b != status.status)
+                    || (before.is_none() && status.status != DependencyState::Connected)
+                {
+                    match status.status {
+                        DependencyState::Connected => {
+                            tracing::info!(service = %self.name, dependency = %name, "dependency connected")
+                        }
+                        _ => {
+                            tracing::warn!(service = %self.name, dependency = %name, state = ?status.status, error = status.error.as_deref(), "dependency not connected")
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Rebuilds the tool list whenever a provider says its tools changed.
@@ -248,13 +289,7 @@ impl Service {
             tracing::warn!(service = %self.name, "service.host/port changes take effect at the next start; keeping the current address");
         }
         let old_providers = self.toolset().providers.clone();
-        let kept: Vec<(&crate::config::ProviderConfig, Arc<dyn Provider>)> = old
-            .providers
-            .iter()
-            .zip(old_providers.iter().cloned())
-            .filter(|(c, _)| config.providers.iter().any(|n| same_provider(n, c)))
-            .collect();
-        let providers = build_providers(&config, &kept, &self.tools_changed)?;
+        let providers = build_providers(&config, Some((old, &old_providers)), &self.tools_changed)?;
         let fresh: Vec<Arc<dyn Provider>> = providers
             .iter()
             .filter(|p| !old_providers.iter().any(|o| Arc::ptr_eq(o, p)))
@@ -355,10 +390,7 @@ impl Service {
 
     pub async fn health(&self) -> HealthResponse {
         let providers = self.toolset().providers.clone();
-        let mut dependencies = BTreeMap::new();
-        for reports in futures::future::join_all(providers.iter().map(|p| p.health())).await {
-            dependencies.extend(reports);
-        }
+        let dependencies = check_all(&providers).await;
         let phase = self.lifecycle.phase();
         let status = match phase {
             Phase::Running
@@ -410,8 +442,57 @@ fn limits_of(config: &ServiceConfig) -> Limits {
     }
 }
 
-/// Same name and same settings, wherever in the file the entry now stands.
-fn same_provider(a: &crate::config::ProviderConfig, b: &crate::config::ProviderConfig) -> bool {
+/// Checks every provider's dependencies at once, each within [`CHECK_BUDGET`]; a check that
+/// takes longer is reported `unknown`.
+async fn check_all(providers: &[Arc<dyn Provider>]) -> BTreeMap<String, DependencyStatus> {
+    let checks = providers.iter().map(|p| async move {
+        match tokio::time::timeout(CHECK_BUDGET, p.health()).await {
+            Ok(reports) => reports,
+            Err(_) => vec![(
+                p.dependency_name().to_owned(),
+                DependencyStatus {
+                    status: DependencyState::Unknown,
+                    response_time_ms: Some(CHECK_BUDGET.as_millis() as u64),
+                    error: Some(format!(
+                        "no answer to the health check within {} ms",
+                        CHECK_BUDGET.as_millis()
+                    )),
+                    last_ok: None,
+                },
+            )],
+        }
+    });
+    futures::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Same name and same settings, wherever in the file the entry now stands, and the same
+/// dependency settings behind it.
+fn same_provider(
+    old: (&ServiceConfig, &ProviderConfig),
+    new: (&ServiceConfig, &ProviderConfig),
+) -> bool {
+    let ((old_service, a), (new_service, b)) = (old, new);
+    let same_tools = a.tools.len() == b.tools.len()
+        && a.tools.iter().zip(&b.tools).all(|(x, y)| {
+            x.name.value == y.name.value
+                && x.description == y.description
+                && x.input_schema == y.input_schema
+                && x.query == y.query
+                && x.result_key == y.result_key
+                && x.method == y.method
+                && x.path == y.path
+                && x.headers == y.headers
+                && x.body == y.body
+                && x.result == y.result
+        });
+    let same_dependency = a.dependency == b.dependency
+        && a.dependency
+            .as_ref()
+            .is_none_or(|d| old_service.dependencies.get(d) == new_service.dependencies.get(d));
     a.name.value == b.name.value
         && a.kind == b.kind
         && a.command == b.command
@@ -420,31 +501,53 @@ fn same_provider(a: &crate::config::ProviderConfig, b: &crate::config::ProviderC
         && a.cwd == b.cwd
         && a.url == b.url
         && a.headers == b.headers
+        && a.openapi == b.openapi
+        && a.include == b.include
+        && a.exclude == b.exclude
+        && a.usage_tool == b.usage_tool
+        && a.setup_hint == b.setup_hint
+        && same_tools
+        && same_dependency
 }
 
 /// The providers of `config` in order, reusing the running ones whose entry is unchanged.
 fn build_providers(
     config: &ServiceConfig,
-    running: &[(&crate::config::ProviderConfig, Arc<dyn Provider>)],
+    running: Option<(&ServiceConfig, &[Arc<dyn Provider>])>,
     tools_changed: &Arc<Notify>,
 ) -> Result<Vec<Arc<dyn Provider>>, ServiceError> {
     let hooks = ProviderHooks {
         tools_changed: tools_changed.clone(),
     };
+    let service = config.service.name.to_string();
+    let dependencies =
+        dependency::build_all(config).map_err(|source| ServiceError::Dependency {
+            service: service.clone(),
+            source,
+        })?;
     config
         .providers
         .iter()
-        .map(
-            |entry| match running.iter().find(|(c, _)| same_provider(c, entry)) {
-                Some((_, provider)) => Ok(provider.clone()),
-                None => provider::build(config, entry, hooks.clone()).map_err(|source| {
-                    ServiceError::Provider {
-                        service: config.service.name.to_string(),
-                        source,
-                    }
-                }),
-            },
-        )
+        .map(|entry| {
+            let reusable = running.and_then(|(old, providers)| {
+                old.providers
+                    .iter()
+                    .zip(providers)
+                    .find(|(c, _)| same_provider((old, c), (config, entry)))
+                    .map(|(_, p)| p.clone())
+            });
+            match reusable {
+                Some(provider) => Ok(provider),
+                None => {
+                    provider::build(config, entry, hooks.clone(), &dependencies).map_err(|source| {
+                        ServiceError::Provider {
+                            service: service.clone(),
+                            source,
+                        }
+                    })
+                }
+            }
+        })
         .collect()
 }
 

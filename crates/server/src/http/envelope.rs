@@ -17,11 +17,7 @@ use tracing::Instrument;
 
 use super::reply::Reply;
 use super::request_id::RequestId;
-
-/// RFC 3339, UTC, milliseconds, `Z`.
-pub fn timestamp() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
+use crate::clock::timestamp;
 
 pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
     let started = Instant::now();

@@ -5,8 +5,11 @@
 //! client), keeps its current tool list, reports the health of what it depends on, and tells
 //! the service when its tool list changes.
 
+pub mod cypher;
+pub mod http;
 pub mod mcp;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::config::{ProviderConfig, ProviderKind, ServiceConfig};
+use crate::dependency::Dependency;
 
 /// A tool's arguments.
 pub type JsonObject = Map<String, Value>;
@@ -87,8 +91,13 @@ pub trait Provider: Send + Sync {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
-    /// The health of each dependency behind this provider.
+    /// The health of each dependency behind this provider, checked now.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
+
+    /// The name /health lists this provider's dependency under.
+    fn dependency_name(&self) -> &str {
+        self.name()
+    }
 
     /// Stops background work and releases what the provider holds (children included).
     fn shutdown(&self) -> BoxFuture<'_, ()>;
@@ -105,8 +114,31 @@ pub fn build(
     service: &ServiceConfig,
     config: &ProviderConfig,
     hooks: ProviderHooks,
+    dependencies: &BTreeMap<String, Dependency>,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
+    let dependency = || {
+        let name = config.dependency.as_deref().unwrap_or_default();
+        dependencies
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ProviderError::Config {
+                provider: config.name.value.to_string(),
+                message: format!("dependency '{name}' is not defined"),
+            })
+    };
+    let mismatch = || ProviderError::Config {
+        provider: config.name.value.to_string(),
+        message: "its dependency is of the wrong kind".into(),
+    };
     match config.kind {
         ProviderKind::Mcp => Ok(Arc::new(mcp::McpProvider::new(service, config, hooks)?)),
+        ProviderKind::Cypher => match dependency()? {
+            Dependency::Bolt(db) => Ok(Arc::new(cypher::CypherProvider::new(config, db)?)),
+            Dependency::Http(_) => Err(mismatch()),
+        },
+        ProviderKind::Http => match dependency()? {
+            Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(config, api)?)),
+            Dependency::Bolt(_) => Err(mismatch()),
+        },
     }
 }

@@ -67,6 +67,8 @@ struct Inner {
     hooks: ProviderHooks,
     /// How often a connected server is pinged (`monitoring.health_check_interval`).
     check_every: Duration,
+    /// What to start when the server is unavailable (`setup_hint`).
+    setup_hint: Option<String>,
     peer: RwLock<Option<Peer<RoleClient>>>,
     tools: RwLock<Vec<ToolSchema>>,
     status: RwLock<DependencyStatus>,
@@ -111,12 +113,14 @@ impl McpProvider {
             endpoint,
             hooks,
             check_every: Duration::from_secs(service.monitoring.health_check_interval.0),
+            setup_hint: config.setup_hint.clone(),
             peer: RwLock::new(None),
             tools: RwLock::new(Vec::new()),
             status: RwLock::new(DependencyStatus {
                 status: DependencyState::Unknown,
                 response_time_ms: None,
                 error: Some("not connected yet".into()),
+                last_ok: None,
             }),
             refresh: Arc::new(Notify::new()),
             reconnect: Notify::new(),
@@ -167,13 +171,37 @@ impl Provider for McpProvider {
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
-        let status = self
-            .inner
-            .status
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        futures::future::ready(vec![(self.inner.name.clone(), status)]).boxed()
+        async move {
+            // A connected server is pinged now; a failed ping is reported, and the supervisor
+            // finds out on its own at the next call or periodic check.
+            let peer = self
+                .inner
+                .peer
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            if let Some(peer) = peer
+                && let Err(why) = self.inner.ping(&peer).await
+            {
+                let mut status = self
+                    .inner
+                    .status
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                status.status = DependencyState::Unavailable;
+                status.error = Some(why);
+                return vec![(self.inner.name.clone(), status)];
+            }
+            let status = self
+                .inner
+                .status
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            vec![(self.inner.name.clone(), status)]
+        }
+        .boxed()
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -352,6 +380,7 @@ impl Inner {
             Ok(Ok(_)) => {
                 let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
                 status.response_time_ms = Some(started.elapsed().as_millis() as u64);
+                status.last_ok = Some(crate::clock::timestamp());
                 Ok(())
             }
             Ok(Err(e)) => Err(format!("ping failed: {e}")),
@@ -370,16 +399,24 @@ impl Inner {
             status: DependencyState::Connected,
             response_time_ms: Some(took.as_millis() as u64),
             error: None,
+            last_ok: Some(crate::clock::timestamp()),
         };
         self.hooks.tools_changed.notify_one();
     }
 
     fn set_unavailable(&self, why: String) {
         self.clear_peer();
-        *self.status.write().unwrap_or_else(|p| p.into_inner()) = DependencyStatus {
+        let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
+        let hint = self
+            .setup_hint
+            .as_deref()
+            .map(|h| format!(" — {h}"))
+            .unwrap_or_default();
+        *status = DependencyStatus {
             status: DependencyState::Unavailable,
             response_time_ms: None,
-            error: Some(format!("{} ({})", why, self.endpoint.describe())),
+            error: Some(format!("{} ({}){hint}", why, self.endpoint.describe())),
+            last_ok: status.last_ok.take(),
         };
     }
 

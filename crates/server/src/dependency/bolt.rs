@@ -1,0 +1,185 @@
+//! A Bolt graph database (Memgraph, Neo4j, ArcadeDB) through a neo4rs connection pool.
+//!
+//! The pool is made on first use and thrown away on a connection error, so a database that
+//! went down and came back is reached again without restarting the gateway. Every wait is
+//! bounded: a connection within `timeout_ms` (default 1 s), a query within the call's
+//! timeout; result streams are always drained within that bound and dropped otherwise.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use contract::DependencyStatus;
+use neo4rs::{BoltType, ConfigBuilder, Graph, Query};
+use tokio::sync::Mutex;
+
+use super::{DependencyError, HealthRecord};
+use crate::config::{DependencyConfig, expand_env};
+
+/// Default wait for a connection: a database that is down must fail a call within a second.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+const DEFAULT_POOL: usize = 16;
+
+/// Why a query failed.
+#[derive(Debug)]
+pub enum BoltError {
+    /// No connection: the database is down or unreachable.
+    Connection(String),
+    /// The database ran the query and refused it.
+    Query(String),
+    /// The query did not finish in time.
+    Timeout,
+}
+
+pub struct BoltDependency {
+    pub name: String,
+    uri: String,
+    user: String,
+    password_env: Option<String>,
+    max_connections: usize,
+    connect_timeout: Duration,
+    graph: Mutex<Option<Arc<Graph>>>,
+    record: HealthRecord,
+}
+
+impl BoltDependency {
+    pub fn new(name: &str, config: &DependencyConfig) -> Result<BoltDependency, DependencyError> {
+        let error = |message: String| DependencyError {
+            name: name.to_owned(),
+            message,
+        };
+        let uri = expand_env(config.uri.as_deref().unwrap_or_default()).map_err(error)?;
+        Ok(BoltDependency {
+            name: name.to_owned(),
+            uri,
+            user: config.user.clone().unwrap_or_default(),
+            password_env: config.password_env.clone(),
+            max_connections: config
+                .max_connections
+                .map(|m| m.0 as usize)
+                .unwrap_or(DEFAULT_POOL),
+            connect_timeout: config
+                .timeout_ms
+                .map(|t| Duration::from_millis(t.0))
+                .unwrap_or(CONNECT_TIMEOUT),
+            graph: Mutex::new(None),
+            record: HealthRecord::default(),
+        })
+    }
+
+    /// The pool, made now if there is none.
+    async fn graph(&self) -> Result<Arc<Graph>, BoltError> {
+        let mut slot = self.graph.lock().await;
+        if let Some(graph) = slot.as_ref() {
+            return Ok(graph.clone());
+        }
+        // Read at connect time so a rotated password is picked up on reconnect.
+        let password = self
+            .password_env
+            .as_deref()
+            .and_then(|v| std::env::var(v).ok())
+            .unwrap_or_default();
+        let config = ConfigBuilder::default()
+            .uri(self.uri.as_str())
+            .user(self.user.as_str())
+            .password(password)
+            .max_connections(self.max_connections)
+            .build()
+            .map_err(|e| BoltError::Connection(e.to_string()))?;
+        let graph = tokio::time::timeout(self.connect_timeout, Graph::connect(config))
+            .await
+            .map_err(|_| {
+                BoltError::Connection(format!(
+                    "no connection to {} within {} ms",
+                    self.uri,
+                    self.connect_timeout.as_millis()
+                ))
+            })?
+            .map_err(|e| BoltError::Connection(format!("{}: {e}", self.uri)))?;
+        let graph = Arc::new(graph);
+        *slot = Some(graph.clone());
+        Ok(graph)
+    }
+
+    async fn forget_pool(&self) {
+        self.graph.lock().await.take();
+    }
+
+    /// Runs a query and returns every row as `column → value`, draining the stream.
+    pub async fn rows(
+        &self,
+        query: Query,
+        timeout: Duration,
+    ) -> Result<Vec<std::collections::HashMap<String, BoltType>>, BoltError> {
+        let started = Instant::now();
+        let graph = self.graph().await?;
+        let remaining = timeout.saturating_sub(started.elapsed());
+        let run = async {
+            // A connection is taken from the pool inside execute: bound that wait by the
+            // connect timeout, the rest by the call's.
+            let mut stream = tokio::time::timeout(
+                self.connect_timeout.max(Duration::from_millis(1)),
+                graph.execute(query),
+            )
+            .await
+            .map_err(|_| {
+                BoltError::Connection(format!(
+                    "no pooled connection to {} within {} ms",
+                    self.uri,
+                    self.connect_timeout.as_millis()
+                ))
+            })?
+            .map_err(classify)?;
+            let mut rows = Vec::new();
+            while let Some(row) = stream.next().await.map_err(classify)? {
+                rows.push(
+                    row.to::<std::collections::HashMap<String, BoltType>>()
+                        .map_err(|e| BoltError::Query(e.to_string()))?,
+                );
+            }
+            Ok(rows)
+        };
+        let outcome = match tokio::time::timeout(remaining, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(BoltError::Timeout),
+        };
+        if matches!(outcome, Err(BoltError::Connection(_))) {
+            self.forget_pool().await;
+        }
+        outcome
+    }
+
+    /// `RETURN 1`, within the connect timeout.
+    pub async fn check(&self) -> DependencyStatus {
+        let started = Instant::now();
+        match self
+            .rows(neo4rs::query("RETURN 1 AS ok"), self.connect_timeout)
+            .await
+        {
+            Ok(_) => self.record.ok(started),
+            Err(BoltError::Connection(e) | BoltError::Query(e)) => self.record.failed(started, e),
+            Err(BoltError::Timeout) => self.record.failed(
+                started,
+                format!(
+                    "RETURN 1 took longer than {} ms",
+                    self.connect_timeout.as_millis()
+                ),
+            ),
+        }
+    }
+}
+
+/// The database's own refusals (and values we cannot read) are query errors; everything
+/// else means the connection is not usable, and the pool is rebuilt on the next call.
+fn classify(error: neo4rs::Error) -> BoltError {
+    match error {
+        neo4rs::Error::Neo4j(_)
+        | neo4rs::Error::DeserializationError(_)
+        | neo4rs::Error::ConversionError
+        | neo4rs::Error::UnknownType(_)
+        | neo4rs::Error::StringTooLong
+        | neo4rs::Error::MapTooBig
+        | neo4rs::Error::BytesTooBig
+        | neo4rs::Error::ListTooLong => BoltError::Query(error.to_string()),
+        other => BoltError::Connection(other.to_string()),
+    }
+}

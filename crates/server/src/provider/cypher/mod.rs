@@ -1,0 +1,189 @@
+//! The `cypher` provider: tools declared in YAML as Cypher queries, run against a `bolt`
+//! dependency. Arguments travel as Bolt parameters; the only text written into a query is an
+//! integer the tool's schema bounds with `minimum` and `maximum` (`{{ max_depth }}`), because
+//! Bolt servers refuse parameters as path-length bounds.
+
+mod template;
+pub mod values;
+
+use std::sync::Arc;
+
+use contract::{DependencyStatus, ToolSchema};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use self::template::QueryTemplate;
+use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
+use crate::config::{ProviderConfig, QueryField};
+use crate::dependency::bolt::{BoltDependency, BoltError};
+
+struct CypherTool {
+    schema: ToolSchema,
+    query: QueryTemplate,
+    result_key: String,
+}
+
+pub struct CypherProvider {
+    name: String,
+    database: Arc<BoltDependency>,
+    tools: Vec<CypherTool>,
+    setup_hint: Option<String>,
+}
+
+impl CypherProvider {
+    pub fn new(
+        config: &ProviderConfig,
+        database: Arc<BoltDependency>,
+    ) -> Result<Self, ProviderError> {
+        let name = config.name.value.as_str().to_owned();
+        let mut tools = Vec::new();
+        for declared in &config.tools {
+            let tool = declared.name.value.clone();
+            let error = |message: String| ProviderError::Config {
+                provider: name.clone(),
+                message: format!("tool '{tool}': {message}"),
+            };
+            let Some(QueryField::Cypher(text)) = &declared.query else {
+                return Err(error("needs `query:` with the Cypher text".into()));
+            };
+            let query = QueryTemplate::parse(text, &declared.input_schema).map_err(error)?;
+            tools.push(CypherTool {
+                schema: ToolSchema {
+                    name: tool.clone(),
+                    description: declared.description.clone(),
+                    input_schema: declared.input_schema.clone(),
+                    annotations: Some(
+                        json!({"readOnlyHint": !query.writes(), "openWorldHint": false}),
+                    ),
+                },
+                query,
+                result_key: declared.result_key.clone().unwrap_or_else(|| "rows".into()),
+            });
+        }
+        Ok(CypherProvider {
+            name,
+            database,
+            tools,
+            setup_hint: config.setup_hint.clone(),
+        })
+    }
+
+    fn unavailable(&self, why: &str) -> ToolError {
+        let hint = self
+            .setup_hint
+            .as_deref()
+            .map(|h| format!(" — {h}"))
+            .unwrap_or_default();
+        ToolError::Unavailable(format!(
+            "Dependency connection failed: {}: {why}{hint}",
+            self.database.name
+        ))
+    }
+}
+
+impl Provider for CypherProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn start(&self) -> BoxFuture<'_, ()> {
+        // Tools are declared, so they are known without the database; connect lazily.
+        futures::future::ready(()).boxed()
+    }
+
+    fn tools(&self) -> Vec<ToolSchema> {
+        self.tools.iter().map(|t| t.schema.clone()).collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        async move {
+            let Some(tool) = self.tools.iter().find(|t| t.schema.name == tool) else {
+                return Err(ToolError::NotFound(tool.to_owned()));
+            };
+            let args = with_defaults(&tool.schema.input_schema, args);
+            let text = tool
+                .query
+                .render(&args)
+                .map_err(ToolError::InvalidArguments)?;
+            let mut query = neo4rs::query(&text);
+            for (key, value) in &args {
+                let bolt = neo4rs::BoltType::try_from(value.clone())
+                    .map_err(|e| ToolError::InvalidArguments(format!("argument '{key}': {e}")))?;
+                query = query.param(key, bolt);
+            }
+            let rows = self
+                .database
+                .rows(query, cx.timeout)
+                .await
+                .map_err(|e| match e {
+                    BoltError::Connection(why) => self.unavailable(&why),
+                    BoltError::Query(why) => ToolError::Execution(format!(
+                        "Query of tool '{}' failed: {why}",
+                        tool.schema.name
+                    )),
+                    BoltError::Timeout => ToolError::Timeout {
+                        tool: tool.schema.name.clone(),
+                        ms: cx.timeout.as_millis() as u64,
+                    },
+                })?;
+            let rows: Vec<Value> = rows.into_iter().map(values::row_to_json).collect();
+            let count = rows.len();
+            Ok(json!({ tool.result_key.as_str(): rows, "count": count }))
+        }
+        .boxed()
+    }
+
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+        async move {
+            let mut status = self.database.check().await;
+            if let (Some(error), Some(hint)) = (status.error.as_mut(), &self.setup_hint) {
+                error.push_str(&format!(" — {hint}"));
+            }
+            vec![(self.database.name.clone(), status)]
+        }
+        .boxed()
+    }
+
+    fn dependency_name(&self) -> &str {
+        &self.database.name
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        futures::future::ready(()).boxed()
+    }
+}
+
+/// Every property of the schema becomes a parameter: the argument, else its `default`, else
+/// null — so a query may use `$optional` whether or not the caller gave it.
+fn with_defaults(schema: &Value, mut args: JsonObject) -> JsonObject {
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, property) in properties {
+            args.entry(name.clone())
+                .or_insert_with(|| property.get("default").cloned().unwrap_or(Value::Null));
+        }
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_absent_properties() {
+        let schema = json!({"type": "object", "properties": {"a": {"default": 3}, "b": {}, "c": {"default": "x"}}});
+        let mut given = serde_json::Map::new();
+        given.insert("c".into(), json!("given"));
+        let args = with_defaults(&schema, given);
+        assert_eq!(
+            Value::Object(args),
+            json!({"a": 3, "b": null, "c": "given"})
+        );
+    }
+}

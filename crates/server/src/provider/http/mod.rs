@@ -1,0 +1,395 @@
+//! The `http` provider: tools mapped onto an existing HTTP API — declared in YAML (method,
+//! path with `{arg}` placeholders, query/header/body templates, a JSON pointer selecting the
+//! result) or imported from the API's OpenAPI document — plus, optionally, a tool reporting
+//! the token usage counted from the API's answers.
+
+mod openapi_import;
+mod usage;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use contract::{DependencyStatus, ToolSchema};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use minijinja::Environment;
+use serde_json::{Value, json};
+
+use self::usage::UsageCounter;
+use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
+use crate::config::{ProviderConfig, QueryField, ToolDeclaration};
+use crate::dependency::http::{HttpDependency, without_url};
+
+/// How a tool becomes a request. Every string is a minijinja template over the arguments.
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    pub method: reqwest::Method,
+    /// With `{arg}` placeholders, filled with the percent-encoded argument.
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, String>,
+    /// A template rendering JSON; `None` sends the arguments as the body for POST/PUT/PATCH.
+    pub body: Option<String>,
+    /// JSON pointer into the answer.
+    pub result: String,
+}
+
+struct HttpTool {
+    schema: ToolSchema,
+    mapping: Mapping,
+}
+
+pub struct HttpProvider {
+    name: String,
+    api: Arc<HttpDependency>,
+    config: ProviderConfig,
+    tools: RwLock<Vec<Arc<HttpTool>>>,
+    templates: RwLock<Arc<Environment<'static>>>,
+    usage: Option<(String, UsageCounter)>,
+}
+
+impl HttpProvider {
+    pub fn new(config: &ProviderConfig, api: Arc<HttpDependency>) -> Result<Self, ProviderError> {
+        let name = config.name.value.as_str().to_owned();
+        let provider = HttpProvider {
+            name: name.clone(),
+            api,
+            config: config.clone(),
+            tools: RwLock::new(Vec::new()),
+            templates: RwLock::new(Arc::new(Environment::new())),
+            usage: config
+                .usage_tool
+                .clone()
+                .map(|tool| (tool, UsageCounter::default())),
+        };
+        let declared = config
+            .tools
+            .iter()
+            .map(declared_tool)
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|message| ProviderError::Config {
+                provider: name.clone(),
+                message,
+            })?;
+        provider
+            .install(declared)
+            .map_err(|message| ProviderError::Config {
+                provider: name,
+                message,
+            })?;
+        Ok(provider)
+    }
+
+    /// Compiles every template of `tools` and makes them the provider's tools.
+    fn install(&self, tools: Vec<HttpTool>) -> Result<(), String> {
+        let mut env = Environment::new();
+        for tool in &tools {
+            let m = &tool.mapping;
+            let sources = m
+                .query
+                .iter()
+                .map(|(k, v)| (format!("{}#query.{k}", tool.schema.name), v))
+                .chain(
+                    m.headers
+                        .iter()
+                        .map(|(k, v)| (format!("{}#header.{k}", tool.schema.name), v)),
+                )
+                .chain(
+                    m.body
+                        .iter()
+                        .map(|b| (format!("{}#body", tool.schema.name), b)),
+                );
+            for (id, source) in sources {
+                env.add_template_owned(id.clone(), source.clone())
+                    .map_err(|e| format!("tool '{}': template {id}: {e}", tool.schema.name))?;
+            }
+        }
+        *self.templates.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(env);
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) =
+            tools.into_iter().map(Arc::new).collect();
+        Ok(())
+    }
+
+    fn unavailable(&self, why: &str) -> ToolError {
+        let hint = self
+            .config
+            .setup_hint
+            .as_deref()
+            .map(|h| format!(" — {h}"))
+            .unwrap_or_default();
+        ToolError::Unavailable(format!(
+            "Dependency connection failed: {}: {why}{hint}",
+            self.api.name
+        ))
+    }
+
+    async fn run(
+        &self,
+        tool: &HttpTool,
+        args: &JsonObject,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let env = self
+            .templates
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let name = &tool.schema.name;
+        let render = |id: String| -> Result<String, ToolError> {
+            let template = env
+                .get_template(&id)
+                .map_err(|e| ToolError::Execution(format!("{id}: {e}")))?;
+            template
+                .render(minijinja::value::Serde(args))
+                .map_err(|e| ToolError::Execution(format!("tool '{name}': template {id}: {e}")))
+        };
+        let m = &tool.mapping;
+        let mut request = self
+            .api
+            .client
+            .request(m.method.clone(), self.api.url(&fill_path(&m.path, args)))
+            .timeout(cx.timeout);
+        let mut query = Vec::new();
+        for key in m.query.keys() {
+            let value = render(format!("{name}#query.{key}"))?;
+            // An empty rendering (an optional argument not given) leaves the parameter out.
+            if !value.is_empty() {
+                query.push((key.clone(), value));
+            }
+        }
+        request = request.query(&query);
+        for key in m.headers.keys() {
+            let value = render(format!("{name}#header.{key}"))?;
+            if !value.is_empty() {
+                request = request.header(key, value);
+            }
+        }
+        if m.body.is_some() {
+            let text = render(format!("{name}#body"))?;
+            let body: Value = serde_json::from_str(&text).map_err(|e| {
+                ToolError::Execution(format!(
+                    "tool '{name}': the body template did not make JSON ({e}): {text}"
+                ))
+            })?;
+            request = request.json(&body);
+        } else if matches!(
+            m.method,
+            reqwest::Method::POST | reqwest::Method::PUT | reqwest::Method::PATCH
+        ) {
+            request = request.json(args);
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_timeout() {
+                ToolError::Timeout {
+                    tool: name.clone(),
+                    ms: cx.timeout.as_millis() as u64,
+                }
+            } else {
+                self.unavailable(&without_url(&e))
+            }
+        })?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| {
+            if e.is_timeout() {
+                ToolError::Timeout {
+                    tool: name.clone(),
+                    ms: cx.timeout.as_millis() as u64,
+                }
+            } else {
+                ToolError::Execution(format!(
+                    "tool '{name}': reading the answer: {}",
+                    without_url(&e)
+                ))
+            }
+        })?;
+        if status.as_u16() >= 400 {
+            return Err(ToolError::Execution(format!(
+                "Upstream answered {status} to tool '{name}': {}",
+                excerpt(&text)
+            )));
+        }
+        let answer: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if let Some((_, counter)) = &self.usage {
+            counter.count(&answer);
+        }
+        match answer.pointer(&m.result) {
+            Some(selected) => Ok(selected.clone()),
+            None => Err(ToolError::Execution(format!(
+                "tool '{name}': the answer has nothing at {}: {}",
+                m.result,
+                excerpt(&answer.to_string())
+            ))),
+        }
+    }
+}
+
+/// The first 300 characters, for error messages.
+fn excerpt(text: &str) -> String {
+    let cut: String = text.chars().take(300).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// `{arg}` → the argument, percent-encoded as one path segment.
+fn fill_path(path: &str, args: &JsonObject) -> String {
+    let mut out = path.to_owned();
+    for (name, value) in args {
+        let placeholder = format!("{{{name}}}");
+        if out.contains(&placeholder) {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            out = out.replace(&placeholder, &percent_encode(&text));
+        }
+    }
+    out
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn declared_tool(declared: &ToolDeclaration) -> Result<HttpTool, String> {
+    let name = declared.name.value.clone();
+    let method = declared
+        .method
+        .as_deref()
+        .unwrap_or("GET")
+        .to_ascii_uppercase();
+    let method = reqwest::Method::from_bytes(method.as_bytes())
+        .map_err(|e| format!("tool '{name}': {e}"))?;
+    let query = match &declared.query {
+        Some(QueryField::Params(params)) => params.clone(),
+        _ => BTreeMap::new(),
+    };
+    Ok(HttpTool {
+        schema: ToolSchema {
+            name: name.clone(),
+            description: declared.description.clone(),
+            input_schema: declared.input_schema.clone(),
+            annotations: Some(
+                json!({"readOnlyHint": method == reqwest::Method::GET, "openWorldHint": true}),
+            ),
+        },
+        mapping: Mapping {
+            method,
+            path: declared.path.clone().unwrap_or_default(),
+            query,
+            headers: declared.headers.clone(),
+            body: declared.body.clone(),
+            result: declared.result.clone().unwrap_or_default(),
+        },
+    })
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Imports the upstream's OpenAPI document, when configured.
+    fn start(&self) -> BoxFuture<'_, ()> {
+        async move {
+            let Some(source) = &self.config.openapi else { return };
+            match openapi_import::import(source, &self.config, &self.api).await {
+                Ok(imported) => {
+                    let mut tools: Vec<HttpTool> = self.config.tools.iter().filter_map(|d| declared_tool(d).ok()).collect();
+                    let count = imported.len();
+                    tools.extend(imported.into_iter().map(|(schema, mapping)| HttpTool { schema, mapping }));
+                    match self.install(tools) {
+                        Ok(()) => tracing::info!(provider = %self.name, tools = count, "imported tools from {source}"),
+                        Err(e) => tracing::error!(provider = %self.name, "imported tools refused: {e}"),
+                    }
+                }
+                Err(e) => tracing::error!(provider = %self.name, "cannot import the OpenAPI document {source}: {e}"),
+            }
+        }
+        .boxed()
+    }
+
+    fn tools(&self) -> Vec<ToolSchema> {
+        let mut tools: Vec<ToolSchema> = self
+            .tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|t| t.schema.clone())
+            .collect();
+        if let Some((name, _)) = &self.usage {
+            tools.push(usage::tool_schema(name));
+        }
+        tools
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        async move {
+            if let Some((name, counter)) = &self.usage
+                && name == tool
+            {
+                return Ok(counter.report());
+            }
+            let found = self
+                .tools
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .find(|t| t.schema.name == tool)
+                .cloned();
+            let Some(found) = found else {
+                return Err(ToolError::NotFound(tool.to_owned()));
+            };
+            self.run(&found, &args, cx).await
+        }
+        .boxed()
+    }
+
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+        async move {
+            let mut status = self.api.check().await;
+            if let (Some(error), Some(hint)) = (status.error.as_mut(), &self.config.setup_hint) {
+                error.push_str(&format!(" — {hint}"));
+            }
+            vec![(self.api.name.clone(), status)]
+        }
+        .boxed()
+    }
+
+    fn dependency_name(&self) -> &str {
+        &self.api.name
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        futures::future::ready(()).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_placeholders_are_encoded_segments() {
+        let args = json!({"id": "a b/c", "n": 3}).as_object().unwrap().clone();
+        assert_eq!(fill_path("/items/{id}/{n}", &args), "/items/a%20b%2Fc/3");
+    }
+}
