@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-mcp-servers.sh
+scripts/install-litellm.sh
+scripts/install-arcadedb.sh
 # The conformance tester's JUnit/JSON reports for each default service land here.
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 cargo test --workspace --locked -- "$@"

@@ -39,6 +39,12 @@ fn valid_at(schema: &Value, root: &Value, depth: u32) -> BoxedStrategy<Value> {
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(branches) = schema[key].as_array().filter(|b| !b.is_empty()) {
+            // A branch refines the schema around it (`required: [a]` beside `properties`):
+            // generate from the two merged.
+            let branches: Vec<Value> = branches
+                .iter()
+                .map(|b| merge(schema, key, resolve(b, root)))
+                .collect();
             // oneOf: a value of one branch may match another too; only the first branch is
             // safe to generate from without solving the schema.
             let branches: Vec<BoxedStrategy<Value>> = if key == "oneOf" {
@@ -177,6 +183,36 @@ fn string(schema: &Value) -> BoxedStrategy<Value> {
     proptest::collection::vec(prop_oneof![3 => proptest::char::range('a', 'z'), 1 => any::<char>().prop_filter("printable", |c| !c.is_control())], min..=max)
         .prop_map(|chars| Value::String(chars.into_iter().collect()))
         .boxed()
+}
+
+/// `parent` without `keyword`, refined by `branch`: `required` lists and `properties` maps
+/// united, other keywords of the branch winning.
+fn merge(parent: &Value, keyword: &str, branch: &Value) -> Value {
+    let mut merged = parent.clone();
+    let Some(object) = merged.as_object_mut() else {
+        return branch.clone();
+    };
+    object.remove(keyword);
+    for (key, value) in branch.as_object().into_iter().flatten() {
+        match (key.as_str(), object.get_mut(key)) {
+            ("required", Some(Value::Array(existing))) => {
+                for name in value.as_array().into_iter().flatten() {
+                    if !existing.contains(name) {
+                        existing.push(name.clone());
+                    }
+                }
+            }
+            ("properties", Some(Value::Object(existing))) => {
+                for (name, property) in value.as_object().into_iter().flatten() {
+                    existing.insert(name.clone(), property.clone());
+                }
+            }
+            _ => {
+                object.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    merged
 }
 
 /// The names in `required`.
@@ -400,6 +436,25 @@ mod tests {
         runner
             .run(&invalid(&schema, &schema).unwrap(), |(v, why)| {
                 prop_assert!(!validator.is_valid(&v), "{why}: {v}");
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn branches_refine_the_object_around_them() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string"}, "messages": {"type": "array", "minItems": 1}, "model": {"type": "string"}},
+            "required": ["model"],
+            "anyOf": [{"required": ["prompt"]}, {"required": ["messages"]}],
+            "additionalProperties": false
+        });
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut runner = TestRunner::deterministic();
+        runner
+            .run(&valid(&schema, &schema), |v| {
+                prop_assert!(validator.is_valid(&v), "{v}");
                 Ok(())
             })
             .unwrap();

@@ -340,10 +340,17 @@ impl Service {
     ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
         let Some(entry) = toolset.registry.get(tool) else {
-            return Err(CallFailure::new(
-                ErrorCode::ToolNotFound,
-                format!("Tool '{tool}' not found"),
-            ));
+            let reasons: Vec<String> = toolset
+                .providers
+                .iter()
+                .filter_map(|p| p.missing_tools_reason())
+                .collect();
+            let message = if reasons.is_empty() {
+                format!("Tool '{tool}' not found")
+            } else {
+                format!("Tool '{tool}' not found ({})", reasons.join("; "))
+            };
+            return Err(CallFailure::new(ErrorCode::ToolNotFound, message));
         };
         let arguments = Value::Object(arguments);
         if let Some(validator) = &entry.validator

@@ -39,7 +39,20 @@ pub struct BoltDependency {
     connect_timeout: Duration,
     graph: Mutex<Option<Arc<Graph>>>,
     record: HealthRecord,
+    /// Set while the database is known to be unreachable: calls fail at once instead of each
+    /// waiting out the connect timeout, and one attempt per [`RETRY_EVERY`] finds out whether it
+    /// is back.
+    down: std::sync::Mutex<Option<Down>>,
 }
+
+struct Down {
+    since: Instant,
+    last_attempt: Instant,
+    why: String,
+}
+
+/// How often a call may try to reach a database known to be down.
+const RETRY_EVERY: Duration = Duration::from_secs(2);
 
 impl BoltDependency {
     pub fn new(name: &str, config: &DependencyConfig) -> Result<BoltDependency, DependencyError> {
@@ -51,7 +64,12 @@ impl BoltDependency {
         Ok(BoltDependency {
             name: name.to_owned(),
             uri,
-            user: config.user.clone().unwrap_or_default(),
+            user: expand_env(config.user.as_deref().unwrap_or_default()).map_err(|m| {
+                DependencyError {
+                    name: name.to_owned(),
+                    message: m,
+                }
+            })?,
             password_env: config.password_env.clone(),
             max_connections: config
                 .max_connections
@@ -63,6 +81,7 @@ impl BoltDependency {
                 .unwrap_or(CONNECT_TIMEOUT),
             graph: Mutex::new(None),
             record: HealthRecord::default(),
+            down: std::sync::Mutex::new(None),
         })
     }
 
@@ -111,6 +130,42 @@ impl BoltDependency {
         timeout: Duration,
     ) -> Result<Vec<std::collections::HashMap<String, BoltType>>, BoltError> {
         let started = Instant::now();
+        {
+            let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(d) = down.as_mut() {
+                if d.last_attempt.elapsed() < RETRY_EVERY {
+                    return Err(BoltError::Connection(format!(
+                        "{} (unreachable for {} s; retried every {} s)",
+                        d.why,
+                        d.since.elapsed().as_secs(),
+                        RETRY_EVERY.as_secs()
+                    )));
+                }
+                d.last_attempt = Instant::now();
+            }
+        }
+        let outcome = self.rows_now(query, timeout, started).await;
+        let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+        match &outcome {
+            Err(BoltError::Connection(why)) => {
+                let since = down.as_ref().map_or_else(Instant::now, |d| d.since);
+                *down = Some(Down {
+                    since,
+                    last_attempt: Instant::now(),
+                    why: why.clone(),
+                });
+            }
+            _ => *down = None,
+        }
+        outcome
+    }
+
+    async fn rows_now(
+        &self,
+        query: Query,
+        timeout: Duration,
+        started: Instant,
+    ) -> Result<Vec<std::collections::HashMap<String, BoltType>>, BoltError> {
         let graph = self.graph().await?;
         let remaining = timeout.saturating_sub(started.elapsed());
         let run = async {

@@ -99,6 +99,12 @@ pub trait Provider: Send + Sync {
         self.name()
     }
 
+    /// Why this provider's tools may be missing from the list right now (an MCP server that
+    /// is not connected has no known tools); `None` when its list is complete.
+    fn missing_tools_reason(&self) -> Option<String> {
+        None
+    }
+
     /// Stops background work and releases what the provider holds (children included).
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }

@@ -483,3 +483,188 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// The LiteLLM proxy (installed by scripts/install-litellm.sh) with the mock models of
+/// tests/fixtures/litellm.yaml: a real OpenAI-compatible server without weights or network.
+pub struct LiteLlm {
+    pub port: u16,
+    _process: KillOnDrop,
+}
+
+/// The key the fixture's proxy accepts.
+pub const LITELLM_KEY: &str = "sk-gateway-test-key";
+
+impl LiteLlm {
+    pub async fn start() -> LiteLlm {
+        LiteLlm::start_on(free_port()).await
+    }
+
+    pub async fn start_on(port: u16) -> LiteLlm {
+        let bin = dep("litellm-venv/bin/litellm");
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("litellm-{port}.log")))
+            .unwrap();
+        // A clean environment: the proxy reads HOST, PORT, DATABASE_URL, … from it, and
+        // LITELLM_MODE=PRODUCTION keeps it from loading a .env file.
+        let child = Command::new(bin)
+            .args([
+                "--config",
+                &fixture("litellm.yaml"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--num_workers", "1", "--telemetry", "False"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .env("LITELLM_MODE", "PRODUCTION")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start litellm");
+        let mut process = KillOnDrop(child);
+        let client = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{port}/health/liveliness");
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if client
+                .get(&url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                break;
+            }
+            if let Ok(Some(status)) = process.0.try_wait() {
+                panic!("litellm exited with {status} before it was ready");
+            }
+            assert!(Instant::now() < deadline, "litellm not ready within 90 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // The first completion is slow (lazy imports in the proxy): take it here, not in a
+        // test with a short call timeout.
+        let warm_up = client
+            .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+            .bearer_auth(LITELLM_KEY)
+            .json(&json!({"model": "mock-small", "messages": [{"role": "user", "content": "warm up"}]}))
+            .send()
+            .await
+            .expect("litellm answers");
+        assert!(
+            warm_up.status().is_success(),
+            "litellm warm-up: {}",
+            warm_up.status()
+        );
+        LiteLlm {
+            port,
+            _process: process,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+}
+
+/// A shipped config file of config/, on `port`, written into a fresh folder.
+pub fn shipped_config(file: &str, port: u16) -> (tempfile::TempDir, PathBuf) {
+    let text = std::fs::read_to_string(repo_root().join("config").join(file)).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("port:") {
+                format!("  port: {port}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join(file);
+    std::fs::write(&config, text).unwrap();
+    (dir, config)
+}
+
+/// Starts the gateway on a shipped config of config/ with extra environment.
+pub async fn start_shipped(file: &str, env: &[(&str, &str)]) -> Gateway {
+    let port = free_port();
+    let (dir, config) = shipped_config(file, port);
+    let args = vec![
+        "serve".into(),
+        "--config".into(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let mut gateway = Gateway::spawn_with(args, port, dir, config, env);
+    gateway.wait_running().await;
+    gateway
+}
+
+/// ArcadeDB serving Bolt, started by scripts/bolt-db.sh (the same command users run) on a
+/// free port with its own data folder, the fixture code graph loaded.
+pub struct BoltDb {
+    pub port: u16,
+    data: tempfile::TempDir,
+}
+
+impl BoltDb {
+    pub fn start() -> BoltDb {
+        let data = tempfile::tempdir().unwrap();
+        let port = BoltDb::run(
+            data.path(),
+            &["--port", "0", "--load", &fixture("code_graph.cypher")],
+        );
+        BoltDb { port, data }
+    }
+
+    /// Starts it again on the same port and data (after [`BoltDb::stop`]).
+    pub fn restart(&self) {
+        BoltDb::run(self.data.path(), &["--port", &self.port.to_string()]);
+    }
+
+    fn run(data: &Path, extra: &[&str]) -> u16 {
+        let out = Command::new(repo_root().join("scripts/bolt-db.sh"))
+            .arg("start")
+            .args(["--data", data.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .expect("scripts/bolt-db.sh");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "bolt-db.sh start failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("BOLT_URL="))
+            .expect("BOLT_URL printed");
+        url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    pub fn stop(&self) {
+        let out = Command::new(repo_root().join("scripts/bolt-db.sh"))
+            .args(["stop", "--data", self.data.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn uri(&self) -> String {
+        format!("bolt://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for BoltDb {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts/bolt-db.sh"))
+            .args(["stop", "--data", self.data.path().to_str().unwrap()])
+            .output();
+    }
+}

@@ -3,8 +3,11 @@
 mod config_cli;
 mod conformance_runs;
 mod contract_errors;
+mod cypher_provider;
 mod harness;
+mod http_provider;
 mod lifecycle;
 mod mcp_bridge;
 mod request_ids;
+mod shipped_services;
 mod supervision;

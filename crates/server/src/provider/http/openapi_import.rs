@@ -12,6 +12,8 @@ use super::Mapping;
 use crate::config::ProviderConfig;
 use crate::dependency::http::{HttpDependency, without_url};
 
+const IMPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
 /// Reads the document (a file, relative to the config's folder, or a URL the user configured)
@@ -22,9 +24,11 @@ pub async fn import(
     api: &HttpDependency,
 ) -> Result<Vec<(ToolSchema, Mapping)>, String> {
     let text = if source.starts_with("http://") || source.starts_with("https://") {
+        // Its own bound: a large generated document may take longer than one tool call.
         let response = api
             .client
             .get(source)
+            .timeout(IMPORT_TIMEOUT)
             .send()
             .await
             .map_err(|e| without_url(&e))?;

@@ -204,6 +204,35 @@ impl Provider for McpProvider {
         .boxed()
     }
 
+    fn missing_tools_reason(&self) -> Option<String> {
+        let connected = self
+            .inner
+            .peer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        let never_listed = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        (!connected && never_listed).then(|| {
+            let why = self
+                .inner
+                .status
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .error
+                .clone()
+                .unwrap_or_default();
+            format!(
+                "MCP server '{}' is not connected, so its tools are not listed: {why}",
+                self.inner.name
+            )
+        })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         async move {
             self.inner.stop.send_replace(true);
