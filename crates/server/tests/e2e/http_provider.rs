@@ -271,3 +271,33 @@ async fn ai_gateway_without_its_upstream_starts_degraded() {
     // get_usage needs no upstream.
     assert_eq!(call(&gw, "get_usage", json!({})).await.status, 200);
 }
+
+#[tokio::test]
+async fn a_dependency_that_does_not_answer_in_a_second_is_unknown() {
+    // A real socket that accepts and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let extra = format!(
+        "dependencies:\n  mute: {{ kind: http, base_url: \"http://127.0.0.1:{port}\", health_path: /health }}\nproviders:\n  - name: quiet\n    kind: http\n    dependency: mute\n    usage_tool: usage\n"
+    );
+    let gw = Gateway::start("unknown-dep", &extra).await;
+    let health = get(&gw, "/health").await;
+    health.assert_envelope();
+    assert_eq!(health.body["data"]["status"], "degraded");
+    let mute = &health.body["data"]["dependencies"]["mute"];
+    assert_eq!(mute["status"], "unknown", "{mute}");
+    assert!(
+        mute["error"].as_str().unwrap().contains("within 1000 ms"),
+        "{mute}"
+    );
+    assert!(
+        health.body["meta"]["execution_time_ms"].as_u64().unwrap() < 3000,
+        "/health itself stays bounded"
+    );
+}
