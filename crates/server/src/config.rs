@@ -45,6 +45,8 @@ pub struct ServiceConfig {
     pub security: SecuritySection,
     #[serde(default)]
     pub limits: LimitsSection,
+    #[serde(default)]
+    pub mcp: McpSection,
     /// Databases and HTTP APIs that `cypher` and `http` providers use, by name.
     #[serde(default)]
     pub dependencies: BTreeMap<String, DependencyConfig>,
@@ -194,6 +196,35 @@ impl Default for LimitsSection {
             max_body_bytes: default_max_body(),
             call_timeout_ms: default_call_timeout(),
             shutdown_grace_ms: default_grace(),
+        }
+    }
+}
+
+/// The MCP surface of the service at `/mcp`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// A session unused this long is closed; its id then answers 404 (default 1800).
+    #[serde(default = "default_session_ttl")]
+    pub session_ttl_secs: AtLeast<1>,
+    /// Host header values accepted at /mcp (DNS-rebinding protection); default loopback only.
+    #[serde(default = "default_allowed_hosts")]
+    pub allowed_hosts: Vec<String>,
+}
+
+fn default_session_ttl() -> AtLeast<1> {
+    AtLeast(1800)
+}
+
+fn default_allowed_hosts() -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
+}
+
+impl Default for McpSection {
+    fn default() -> Self {
+        McpSection {
+            session_ttl_secs: default_session_ttl(),
+            allowed_hosts: default_allowed_hosts(),
         }
     }
 }

@@ -7,6 +7,7 @@ mod dependency;
 mod http;
 mod lifecycle;
 mod logging;
+mod mcp_surface;
 mod provider;
 mod rate_limit;
 mod registry;

@@ -54,6 +54,8 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
         .map(Service::new)
         .collect::<Result<_, _>>()?;
     let (drain_tx, drain_rx) = watch::channel(false);
+    // Ends the MCP sessions' streams at shutdown, so open SSE streams do not hold the drain.
+    let mcp_stop = tokio_util::sync::CancellationToken::new();
     let mut servers = Vec::new();
     for service in &services {
         let settings = service.settings();
@@ -74,7 +76,7 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
             source,
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
-        let app = crate::http::router(service.clone())
+        let app = crate::http::router(service.clone(), mcp_stop.clone())
             .into_make_service_with_connect_info::<SocketAddr>();
         let mut drain = drain_rx.clone();
         servers.push(tokio::spawn(async move {
@@ -92,23 +94,36 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
 
     let starting = futures::future::try_join_all(services.iter().map(|s| s.start()));
     tokio::pin!(starting);
-    let started = tokio::select! {
-        result = &mut starting => result.map(|_| ()),
-        _ = terminate.recv() => Ok(()),
-        _ = interrupt.recv() => Ok(()),
+    // A signal during start-up stops at once; a start-up failure stops with its error.
+    enum Start {
+        Done,
+        Signalled(&'static str),
+        Failed(ServiceError),
+    }
+    let start = tokio::select! {
+        result = &mut starting => match result {
+            Ok(_) => Start::Done,
+            Err(e) => Start::Failed(e),
+        },
+        _ = terminate.recv() => Start::Signalled("SIGTERM"),
+        _ = interrupt.recv() => Start::Signalled("SIGINT"),
     };
-    if let Err(e) = started {
-        shutdown(&services, drain_tx, servers).await;
-        return Err(e.into());
-    }
-
-    loop {
-        tokio::select! {
-            _ = terminate.recv() => { tracing::info!("SIGTERM: draining"); break; }
-            _ = interrupt.recv() => { tracing::info!("SIGINT: draining"); break; }
-            _ = hangup.recv() => reload(&source, &services).await,
+    match start {
+        Start::Failed(e) => {
+            mcp_stop.cancel();
+            shutdown(&services, drain_tx, servers).await;
+            return Err(e.into());
         }
+        Start::Signalled(signal) => tracing::info!("{signal} while starting: draining"),
+        Start::Done => loop {
+            tokio::select! {
+                _ = terminate.recv() => { tracing::info!("SIGTERM: draining"); break; }
+                _ = interrupt.recv() => { tracing::info!("SIGINT: draining"); break; }
+                _ = hangup.recv() => reload(&source, &services).await,
+            }
+        },
     }
+    mcp_stop.cancel();
     shutdown(&services, drain_tx, servers).await;
     Ok(())
 }

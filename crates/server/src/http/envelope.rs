@@ -58,10 +58,13 @@ fn finish(
     path: &str,
 ) -> Response {
     let (mut parts, body) = response.into_parts();
-    let reply = parts
-        .extensions
-        .remove::<Reply>()
-        .or_else(|| foreign_error(&parts, method, path));
+    // /mcp speaks JSON-RPC: its own answers pass as they are.
+    let foreign = if path == "/mcp" || path.starts_with("/mcp/") {
+        None
+    } else {
+        foreign_error(&parts, method, path)
+    };
+    let reply = parts.extensions.remove::<Reply>().or(foreign);
     let execution_time_ms = started.elapsed().as_millis() as u64;
     let (response, request_id, code, tool) = match reply {
         None => (Response::from_parts(parts, body), request_id, None, None),

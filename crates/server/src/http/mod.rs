@@ -25,8 +25,8 @@ use utoipa_swagger_ui::{Config, SwaggerUi};
 use self::reply::Reply;
 use crate::service::Service;
 
-/// The router of one service.
-pub fn router(service: Arc<Service>) -> Router {
+/// The router of one service; `stop` ends its MCP sessions (on shutdown).
+pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) -> Router {
     let routes = Router::new()
         .route("/tools", get(handlers::list_tools))
         .route("/call-tool", post(handlers::call_tool))
@@ -39,6 +39,7 @@ pub fn router(service: Arc<Service>) -> Router {
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
+    let routes = routes.nest_service("/mcp", crate::mcp_surface::endpoint(service.clone(), stop));
     with_layers(routes.merge(docs), service)
 }
 

@@ -14,6 +14,8 @@ async fn conformance(port: u16, skip: &[&str]) -> conformance::Report {
     options.seed = 20261122;
     options.skip_tools = skip.iter().map(|s| (*s).to_owned()).collect();
     options.timeout = Duration::from_secs(30);
+    // The MCP surface at /mcp must agree with the REST one.
+    options.mcp = true;
     tokio::task::spawn_blocking(move || conformance::run(options))
         .await
         .unwrap()

@@ -203,3 +203,36 @@ async fn sighup_adds_a_provider_and_keeps_connections() {
     gw.signal(libc::SIGTERM);
     assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn sigterm_while_initializing_stops_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("never");
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; exec node '{}' stdio",
+        gate.display(),
+        everything_js()
+    );
+    let extra = format!(
+        "providers:\n  - {{ name: slow, kind: mcp, command: sh, args: [-c, {}] }}\n",
+        serde_json::to_string(&script).unwrap()
+    );
+    let mut gw = Gateway::spawn("never-ready", &extra);
+    eventually(
+        Duration::from_secs(30),
+        "the listener, initializing",
+        || async {
+            let response = reqwest::get(gw.url("/health")).await.ok()?;
+            (response.status() == 503).then_some(())
+        },
+    )
+    .await;
+    gw.signal(libc::SIGTERM);
+    assert_eq!(
+        gw.wait_exit(Duration::from_secs(20)).await.code(),
+        Some(0),
+        "{}",
+        gw.logs()
+    );
+    assert!(gw.logs().contains("SIGTERM while starting: draining"));
+}

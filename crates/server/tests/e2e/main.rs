@@ -8,6 +8,7 @@ mod harness;
 mod http_provider;
 mod lifecycle;
 mod mcp_bridge;
+mod mcp_surface;
 mod request_ids;
 mod shipped_services;
 mod supervision;

@@ -269,7 +269,12 @@ impl Inner {
                 break;
             }
             let attempt = Instant::now();
-            let ended = match self.connect().await {
+            // Stopping must not wait for a server that never finishes its handshake.
+            let connected = tokio::select! {
+                connected = self.connect() => connected,
+                _ = stopped(&mut stop) => break,
+            };
+            let ended = match connected {
                 Ok((running, tools)) => {
                     self.set_connected(running.peer().clone(), tools, attempt.elapsed());
                     self.first_attempt_done.send_replace(true);
