@@ -11,9 +11,12 @@ deps="$root/.deps"
 EVERYTHING_VERSION="2026.8.31"
 MEMORY_VERSION="2026.8.31"
 TIME_VERSION="2026.10.19"
+# The MCP Inspector CLI drives our /mcp in the tests; 0.15.0 is the last release that runs on
+# Node 20.
+INSPECTOR_VERSION="0.15.0"
 
 stamp="$deps/.installed"
-want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -31,7 +34,8 @@ if [ ! -f "$deps/package.json" ]; then
 fi
 npm install --prefix "$deps" --no-audit --no-fund --loglevel=error \
   "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
-  "@modelcontextprotocol/server-memory@$MEMORY_VERSION" >&2
+  "@modelcontextprotocol/server-memory@$MEMORY_VERSION" \
+  "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2
 
 # PyPI: its own venv, since mcp-server-time needs a newer `mcp` than the system may carry.
 if [ ! -x "$deps/venv/bin/python" ]; then

@@ -210,10 +210,27 @@ pub struct McpSection {
     /// Host header values accepted at /mcp (DNS-rebinding protection); default loopback only.
     #[serde(default = "default_allowed_hosts")]
     pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted at /mcp (`scheme://host:port`, `:*` for any port); default
+    /// loopback origins on any port. A request without Origin (not a browser) passes.
+    #[serde(default = "default_allowed_origins")]
+    pub allowed_origins: Vec<String>,
 }
 
 fn default_session_ttl() -> AtLeast<1> {
     AtLeast(1800)
+}
+
+fn default_allowed_origins() -> Vec<String> {
+    [
+        "http://localhost:*",
+        "http://127.0.0.1:*",
+        "http://[::1]:*",
+        "https://localhost:*",
+        "https://127.0.0.1:*",
+        "https://[::1]:*",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 fn default_allowed_hosts() -> Vec<String> {
@@ -225,6 +242,7 @@ impl Default for McpSection {
         McpSection {
             session_ttl_secs: default_session_ttl(),
             allowed_hosts: default_allowed_hosts(),
+            allowed_origins: default_allowed_origins(),
         }
     }
 }

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::ErrorCode;
+use contract::ErrorCode as Code;
+use rmcp::model::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -41,6 +42,8 @@ pub fn endpoint(
         Some(Duration::from_secs(settings.config.mcp.session_ttl_secs.0));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.config.mcp.allowed_hosts.clone())
+        .with_allowed_origins(settings.config.mcp.allowed_origins.clone())
+        .enforce_origin_validation()
         .with_cancellation_token(stop);
     StreamableHttpService::new(
         move || {
@@ -95,52 +98,59 @@ impl ServerHandler for McpBridge {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let request_id = uuid::Uuid::new_v4().to_string();
+        let invocation_id = uuid::Uuid::new_v4().to_string();
+        let session_id = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| {
+                parts
+                    .headers
+                    .get("mcp-session-id")?
+                    .to_str()
+                    .ok()
+                    .map(str::to_owned)
+            });
         let arguments = request.arguments.unwrap_or_default();
+        let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
-        let outcome = self
-            .service
-            .call_tool(&request.name, arguments, &request_id)
-            .await;
+        // notifications/cancelled from the client drops the call, and with it the upstream
+        // request (which rmcp cancels on drop).
+        let outcome = tokio::select! {
+            outcome = self.service.call_tool(&request.name, arguments, &request_id) => Some(outcome),
+            _ = context.ct.cancelled() => None,
+        };
         let (status, code) = match &outcome {
-            Ok(_) => ("ok", None),
-            Err(f) => ("error", Some(f.code.as_str())),
+            Some(Ok(_)) => ("ok", None),
+            Some(Err(f)) => ("error", Some(f.code.as_str())),
+            None => ("cancelled", None),
         };
         tracing::info!(
             target: "mcp_http_gateway::access",
-            request_id = %request_id, transport = "mcp", tool = %request.name, status, code,
-            execution_time_ms = started.elapsed().as_millis() as u64, "tools/call"
+            invocation_id = %invocation_id,
+            session_id = session_id.as_deref(),
+            request_id = %request_id,
+            jsonrpc_id = %context.id,
+            transport = "mcp",
+            tool = %request.name,
+            status,
+            code,
+            started_at = %started_at,
+            finished_at = %crate::clock::timestamp(),
+            execution_time_ms = started.elapsed().as_millis() as u64,
+            "tools/call"
         );
         match outcome {
-            Ok(data) => Ok(CallToolResponse::Complete(as_result(data))),
-            Err(failure) => {
-                let data = json!({
-                    "code": failure.code,
-                    "request_id": request_id,
-                    "validation_errors": failure.validation_errors,
-                });
-                match failure.code {
-                    ErrorCode::ToolNotFound | ErrorCode::InvalidArguments => {
-                        Err(McpError::invalid_params(failure.message, Some(data)))
-                    }
-                    ErrorCode::ExecutionError | ErrorCode::Timeout => {
-                        let mut result =
-                            CallToolResult::error(vec![ContentBlock::text(failure.message)]);
-                        result.structured_content = Some(Value::Object(
-                            [
-                                ("code".to_owned(), data["code"].clone()),
-                                ("request_id".to_owned(), data["request_id"].clone()),
-                            ]
-                            .into_iter()
-                            .collect(),
-                        ));
-                        Ok(CallToolResponse::Complete(result))
-                    }
-                    _ => Err(McpError::internal_error(failure.message, Some(data))),
-                }
-            }
+            // The client gave up; MCP clients ignore any answer to a cancelled request.
+            None => Err(McpError::new(
+                ErrorCode(-32800),
+                "Request cancelled by the client",
+                None,
+            )),
+            Some(Ok(data)) => Ok(CallToolResponse::Complete(as_result(data))),
+            Some(Err(failure)) => Err(failure).or_else(|f| error_for(f, &request_id)),
         }
     }
 }
@@ -163,4 +173,122 @@ fn as_result(data: Value) -> CallToolResult {
         result.structured_content = Some(data);
     }
     result
+}
+
+/// How a failure is answered over MCP: as a tool result with `isError: true` (the tool ran, or
+/// tried to, and failed) or as a JSON-RPC error (the request itself was wrong).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpAnswer {
+    ToolError,
+    JsonRpc(i32),
+    /// Answered before JSON-RPC, by the HTTP layer, with the contract's HTTP status.
+    Http,
+}
+
+/// The one table mapping the contract's codes onto MCP (docs/mcp.md shows it).
+pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
+    match code {
+        Code::ToolNotFound => (McpAnswer::JsonRpc(-32602), "Unknown tool: {tool}"),
+        Code::InvalidArguments => (
+            McpAnswer::JsonRpc(-32602),
+            "Invalid arguments for tool {tool}: see data.validation_errors",
+        ),
+        Code::InvalidRequest => (McpAnswer::JsonRpc(-32600), "Invalid request: {reason}"),
+        Code::InternalError => (McpAnswer::JsonRpc(-32603), "Internal error"),
+        Code::ExecutionError => (
+            McpAnswer::ToolError,
+            "{the tool's or the dependency's message}",
+        ),
+        Code::Timeout => (
+            McpAnswer::ToolError,
+            "Tool '{tool}' did not answer within {ms} ms; the call was cancelled",
+        ),
+        Code::Unauthorized
+        | Code::NotFound
+        | Code::MethodNotAllowed
+        | Code::PayloadTooLarge
+        | Code::RateLimited
+        | Code::ServiceUnavailable => (
+            McpAnswer::Http,
+            "the envelope, with the HTTP status of the code",
+        ),
+    }
+}
+
+/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
+fn error_for(
+    failure: crate::service::CallFailure,
+    request_id: &str,
+) -> Result<CallToolResponse, McpError> {
+    let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
+    if let Some(issues) = &failure.validation_errors {
+        data["validation_errors"] = json!(issues);
+    }
+    match mcp_mapping(failure.code).0 {
+        McpAnswer::ToolError => {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message)]);
+            result.structured_content = Some(data);
+            Ok(CallToolResponse::Complete(result))
+        }
+        McpAnswer::JsonRpc(code) => {
+            Err(McpError::new(ErrorCode(code), failure.message, Some(data)))
+        }
+        McpAnswer::Http => Err(McpError::new(
+            ErrorCode(-32603),
+            failure.message,
+            Some(data),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_mcp_answer() {
+        use McpAnswer::*;
+        let table: Vec<(Code, McpAnswer)> =
+            Code::ALL.iter().map(|c| (*c, mcp_mapping(*c).0)).collect();
+        assert_eq!(
+            table,
+            vec![
+                (Code::ToolNotFound, JsonRpc(-32602)),
+                (Code::InvalidArguments, JsonRpc(-32602)),
+                (Code::InvalidRequest, JsonRpc(-32600)),
+                (Code::Unauthorized, Http),
+                (Code::NotFound, Http),
+                (Code::MethodNotAllowed, Http),
+                (Code::PayloadTooLarge, Http),
+                (Code::RateLimited, Http),
+                (Code::ExecutionError, ToolError),
+                (Code::InternalError, JsonRpc(-32603)),
+                (Code::ServiceUnavailable, Http),
+                (Code::Timeout, ToolError),
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_errors_are_results_and_request_errors_are_json_rpc() {
+        let failure = |code| crate::service::CallFailure {
+            code,
+            message: "m".into(),
+            validation_errors: None,
+        };
+        match error_for(failure(Code::Timeout), "rid") {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.is_error, Some(true));
+                assert_eq!(r.structured_content.unwrap()["retryable"], true);
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(failure(Code::ToolNotFound), "rid") {
+            Err(e) => {
+                assert_eq!(e.code.0, -32602);
+                assert_eq!(e.data.unwrap()["request_id"], "rid");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -668,3 +668,8 @@ impl Drop for BoltDb {
             .output();
     }
 }
+
+/// The MCP Inspector's command line, installed by scripts/install-mcp-servers.sh.
+pub fn inspector_cli() -> String {
+    dep("node_modules/@modelcontextprotocol/inspector/cli/build/cli.js")
+}

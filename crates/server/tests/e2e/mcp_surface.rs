@@ -108,3 +108,222 @@ async fn conformance_mcp_check_passes_and_foreign_hosts_are_refused() {
         refused.status()
     );
 }
+
+/// The MCP Inspector CLI, as a user would run it against a service.
+fn inspector(url: &str, args: &[&str]) -> Value {
+    let out = std::process::Command::new("node")
+        .arg(inspector_cli())
+        .args(["--cli", url, "--transport", "http"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inspector {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_inspector_lists_and_calls_and_sees_each_error_row() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 1500 }}\nproviders:\n{}{}",
+        everything_provider("everything"),
+        time_provider("time")
+    );
+    let gw = Gateway::start("inspected", &extra).await;
+    let url = gw.url("/mcp");
+    let (listed, echo, failed, slow) = tokio::task::spawn_blocking(move || {
+        (
+            inspector(&url, &["--method", "tools/list"]),
+            inspector(
+                &url,
+                &[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "echo",
+                    "--tool-arg",
+                    "message=ça ✓",
+                ],
+            ),
+            inspector(
+                &url,
+                &[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "get_current_time",
+                    "--tool-arg",
+                    "timezone=Not/AZone",
+                ],
+            ),
+            inspector(
+                &url,
+                &[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "trigger-long-running-operation",
+                    "--tool-arg",
+                    "duration=5",
+                    "--tool-arg",
+                    "steps=1",
+                ],
+            ),
+        )
+    })
+    .await
+    .unwrap();
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"get_current_time"),
+        "{names:?}"
+    );
+    assert_eq!(echo["content"][0]["text"], "Echo: ça ✓");
+    // EXECUTION_ERROR row: a tool result with isError, our code, retryable.
+    assert_eq!(failed["isError"], true, "{failed}");
+    assert_eq!(failed["structuredContent"]["code"], "EXECUTION_ERROR");
+    assert_eq!(failed["structuredContent"]["retryable"], true);
+    // TIMEOUT row: the same shape, code TIMEOUT.
+    assert_eq!(slow["isError"], true, "{slow}");
+    assert_eq!(slow["structuredContent"]["code"], "TIMEOUT");
+    // One invocation record per call, with the session it came in.
+    let records: Vec<Value> = gw
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["transport"] == "mcp")
+        .collect();
+    assert_eq!(records.len(), 3, "{records:#?}");
+    for r in &records {
+        for field in [
+            "invocation_id",
+            "session_id",
+            "request_id",
+            "jsonrpc_id",
+            "tool",
+            "status",
+            "started_at",
+            "finished_at",
+            "execution_time_ms",
+        ] {
+            assert!(
+                r.get(field).is_some_and(|v| !v.is_null()),
+                "{field} missing in {r}"
+            );
+        }
+    }
+    assert_eq!(records.iter().filter(|r| r["code"] == "TIMEOUT").count(), 1);
+}
+
+#[tokio::test]
+async fn browser_origins_are_checked() {
+    let gw = Gateway::start(
+        "origins",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let post = |origin: &'static str| {
+        reqwest::Client::new()
+            .post(gw.url("/mcp"))
+            .header("origin", origin)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    assert!(
+        post("https://evil.example")
+            .await
+            .unwrap()
+            .status()
+            .is_client_error()
+    );
+    let ok = post("http://localhost:5173").await.unwrap();
+    assert!(ok.status().is_success(), "{}", ok.status());
+}
+
+#[tokio::test]
+async fn a_client_cancellation_reaches_the_upstream_server() {
+    let extra = format!(
+        "providers:\n  - {{ name: paged, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+        venv_python(),
+        fixture("paged_dynamic_server.py")
+    );
+    let gw = Gateway::start("cancel-over-mcp", &extra).await;
+    let client = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut request = client
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(s) = session {
+            request = request.header("mcp-session-id", s);
+        }
+        request.send()
+    };
+    let init = post(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = init.text().await;
+    post(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap();
+    let call = post(
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 30}}}),
+        Some(session.clone()),
+    );
+    let pending = tokio::spawn(async move { call.await.map(|r| r.status()) });
+    eventually(Duration::from_secs(10), "the call in flight", || async {
+        (get(&gw, "/health").await.body["data"]["active_calls"] == 1).then_some(())
+    })
+    .await;
+    post(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}}),
+        Some(session),
+    )
+    .await
+    .unwrap();
+    eventually(
+        Duration::from_secs(10),
+        "the upstream's own report of the cancellation",
+        || async {
+            gw.logs()
+                .contains("fixture: sleep cancelled by the client")
+                .then_some(())
+        },
+    )
+    .await;
+    let record = eventually(
+        Duration::from_secs(10),
+        "the cancelled invocation record",
+        || async {
+            gw.log_lines()
+                .into_iter()
+                .find(|l| l["transport"] == "mcp" && l["status"] == "cancelled")
+        },
+    )
+    .await;
+    assert_eq!(record["tool"], "sleep");
+    pending.abort();
+}
