@@ -74,6 +74,30 @@ impl ServerHandler for McpBridge {
         ))
     }
 
+    /// Sends `notifications/tools/list_changed` to this session whenever the service's tool
+    /// list changes (a reload, an upstream's own list_changed), until the session ends.
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let mut changes = self.service.watch_tool_list();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            let mut check = tokio::time::interval(Duration::from_secs(30));
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    _ = check.tick() => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

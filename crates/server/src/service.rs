@@ -148,6 +148,8 @@ pub struct Service {
     toolset: RwLock<Arc<ToolSet>>,
     active_calls: AtomicU64,
     tools_changed: Arc<Notify>,
+    /// Bumped whenever the tool list that clients see changes (MCP sessions watch it).
+    tool_list_version: tokio::sync::watch::Sender<u64>,
 }
 
 /// Counts a call as active for as long as it lives.
@@ -179,6 +181,7 @@ impl Service {
             settings: RwLock::new(Arc::new(Settings::new(config))),
             active_calls: AtomicU64::new(0),
             tools_changed,
+            tool_list_version: tokio::sync::watch::channel(0).0,
             name,
             version,
         }))
@@ -265,7 +268,13 @@ impl Service {
         }
     }
 
+    /// Tells when the tool list changes (the value is a counter; only changes matter).
+    pub fn watch_tool_list(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tool_list_version.subscribe()
+    }
+
     fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
+        let changed = self.toolset().registry.tools() != registry.tools();
         let limits = limits_of(&self.settings().config);
         let openapi = Arc::new(service_document(
             &self.name,
@@ -278,6 +287,9 @@ impl Service {
             registry,
             openapi,
         });
+        if changed {
+            self.tool_list_version.send_modify(|v| *v += 1);
+        }
     }
 
     /// Applies a re-read configuration: providers whose entry is unchanged keep running, new

@@ -327,3 +327,65 @@ async fn a_client_cancellation_reaches_the_upstream_server() {
     assert_eq!(record["tool"], "sleep");
     pending.abort();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_notifies_mcp_clients_that_the_tools_changed() {
+    use tokio::io::AsyncBufReadExt;
+    let mut gw = Gateway::start(
+        "notifying",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let mut client = tokio::process::Command::new(venv_python())
+        .arg(fixture("mcp_list_changed.py"))
+        .arg(gw.url("/mcp"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(client.stdout.take().unwrap()).lines();
+    let ready: Value =
+        serde_json::from_str(&lines.next_line().await.unwrap().expect("ready line")).unwrap();
+    assert!(
+        !ready["ready"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "get_current_time")
+    );
+
+    let port = gw.port;
+    std::fs::write(
+        &gw.config,
+        service_yaml(
+            "notifying",
+            port,
+            &format!(
+                "providers:\n{}{}",
+                everything_provider("everything"),
+                time_provider("time")
+            ),
+        ),
+    )
+    .unwrap();
+    gw.signal(libc::SIGHUP);
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("notified in time")
+        .unwrap()
+        .expect("a line");
+    let after: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(after["notified"], true);
+    assert!(
+        after["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "get_current_time"),
+        "{after}"
+    );
+    let _ = client.wait().await;
+    gw.signal(libc::SIGTERM);
+    assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
+}
