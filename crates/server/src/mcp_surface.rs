@@ -316,3 +316,87 @@ mod tests {
         }
     }
 }
+
+/// The JSON-RPC requests running now, by (session, id): a second request with an id still
+/// running in its session is refused before rmcp sees it (rmcp routes answers by id, so a
+/// duplicate would get no answer at all).
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>);
+
+/// Holds a request's place in [`InFlight`] for as long as it runs.
+struct Running {
+    in_flight: InFlight,
+    key: (String, String),
+}
+
+impl Running {
+    fn claim(in_flight: &InFlight, key: (String, String)) -> Option<Running> {
+        let fresh = in_flight
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone());
+        fresh.then(|| Running {
+            in_flight: in_flight.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.in_flight
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// A layer on `/mcp`: refuses a POSTed JSON-RPC request whose id is still running in its
+/// session (JSON-RPC -32600, `data.code` INVALID_REQUEST); the id is free again once the
+/// answer to the first request has been sent in full.
+pub async fn refuse_duplicate_ids(
+    axum::extract::State(in_flight): axum::extract::State<InFlight>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use futures::StreamExt;
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (Some(session), true) = (session, request.method() == axum::http::Method::POST) else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    };
+    let id = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .filter(|m| m.get("method").is_some())
+        .and_then(|m| m.get("id").filter(|id| !id.is_null()).cloned());
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    let Some(id) = id else {
+        return next.run(request).await;
+    };
+    let Some(running) = Running::claim(&in_flight, (session, id.to_string())) else {
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32600,
+            "message": format!("Duplicate request id {id}: a request with this id is still running in this session"),
+            "data": {"code": Code::InvalidRequest, "retryable": false},
+        }});
+        return axum::Json(answer).into_response();
+    };
+    let (parts, body) = next.run(request).await.into_parts();
+    // The id stays taken until the answer's stream has been sent (or dropped).
+    let running = Arc::new(running);
+    let body = body.into_data_stream().map(move |chunk| {
+        let _held = &running;
+        chunk
+    });
+    axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
+}

@@ -39,7 +39,13 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
-    let routes = routes.nest_service("/mcp", crate::mcp_surface::endpoint(service.clone(), stop));
+    let mcp = Router::new()
+        .fallback_service(crate::mcp_surface::endpoint(service.clone(), stop))
+        .layer(from_fn_with_state(
+            crate::mcp_surface::InFlight::default(),
+            crate::mcp_surface::refuse_duplicate_ids,
+        ));
+    let routes = routes.nest("/mcp", mcp);
     with_layers(routes.merge(docs), service)
 }
 

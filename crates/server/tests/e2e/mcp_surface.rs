@@ -2,6 +2,7 @@
 //! them, the conformance tester's MCP check agrees with the REST surface, and a foreign Host
 //! header is refused (DNS-rebinding protection).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -251,59 +252,99 @@ async fn browser_origins_are_checked() {
     assert!(ok.status().is_success(), "{}", ok.status());
 }
 
-#[tokio::test]
-async fn a_client_cancellation_reaches_the_upstream_server() {
-    let extra = format!(
-        "providers:\n  - {{ name: paged, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
-        venv_python(),
-        fixture("paged_dynamic_server.py")
-    );
-    let gw = Gateway::start("cancel-over-mcp", &extra).await;
-    let client = reqwest::Client::new();
-    let post = |body: Value, session: Option<String>| {
+/// A Streamable HTTP session driven by hand, JSON-RPC message by message.
+struct McpSession {
+    client: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl McpSession {
+    async fn open(gw: &Gateway) -> McpSession {
+        let client = reqwest::Client::new();
+        let url = gw.url("/mcp");
+        let init = McpSession::send(&client, &url, None, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+        .await;
+        let id = init.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let _ = init.text().await;
+        let session = McpSession { client, url, id };
+        session
+            .post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        session
+    }
+
+    async fn send(
+        client: &reqwest::Client,
+        url: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> reqwest::Response {
         let mut request = client
-            .post(gw.url("/mcp"))
+            .post(url)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-11-25")
             .json(&body);
         if let Some(s) = session {
             request = request.header("mcp-session-id", s);
         }
-        request.send()
-    };
-    let init = post(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
-        None,
-    )
-    .await
-    .unwrap();
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let _ = init.text().await;
-    post(
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        Some(session.clone()),
-    )
-    .await
-    .unwrap();
-    let call = post(
-        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 30}}}),
-        Some(session.clone()),
+        request.send().await.unwrap()
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        McpSession::send(&self.client, &self.url, Some(&self.id), body).await
+    }
+
+    /// Posts a request and returns its JSON-RPC answer (from JSON or the SSE stream).
+    async fn ask(&self, body: Value) -> Value {
+        let text = self.post(body).await.text().await.unwrap();
+        if let Ok(message) = serde_json::from_str::<Value>(&text) {
+            return message;
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("result").is_some() || m.get("error").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
+    }
+}
+
+fn sleep_call(id: u64, seconds: u64) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": seconds}}})
+}
+
+async fn paged_gateway(name: &str) -> Gateway {
+    let extra = format!(
+        "providers:\n  - {{ name: paged, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+        venv_python(),
+        fixture("paged_dynamic_server.py")
     );
-    let pending = tokio::spawn(async move { call.await.map(|r| r.status()) });
+    Gateway::start(name, &extra).await
+}
+
+async fn one_call_in_flight(gw: &Gateway) {
     eventually(Duration::from_secs(10), "the call in flight", || async {
-        (get(&gw, "/health").await.body["data"]["active_calls"] == 1).then_some(())
+        (get(gw, "/health").await.body["data"]["active_calls"] == 1).then_some(())
     })
     .await;
-    post(
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}}),
-        Some(session),
-    )
-    .await
-    .unwrap();
+}
+
+#[tokio::test]
+async fn a_client_cancellation_reaches_the_upstream_server() {
+    let gw = paged_gateway("cancel-over-mcp").await;
+    let session = Arc::new(McpSession::open(&gw).await);
+    let pending = tokio::spawn({
+        let session = session.clone();
+        async move { session.post(sleep_call(7, 30)).await.status() }
+    });
+    one_call_in_flight(&gw).await;
+    session
+        .post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}}))
+        .await;
     eventually(
         Duration::from_secs(10),
         "the upstream's own report of the cancellation",
@@ -326,6 +367,32 @@ async fn a_client_cancellation_reaches_the_upstream_server() {
     .await;
     assert_eq!(record["tool"], "sleep");
     pending.abort();
+}
+
+#[tokio::test]
+async fn a_request_id_still_running_in_the_session_is_refused() {
+    let gw = paged_gateway("duplicate-ids").await;
+    let session = Arc::new(McpSession::open(&gw).await);
+    let first = tokio::spawn({
+        let session = session.clone();
+        async move { session.ask(sleep_call(9, 3)).await }
+    });
+    one_call_in_flight(&gw).await;
+    let duplicate = session.ask(sleep_call(9, 0)).await;
+    assert_eq!(duplicate["error"]["code"], -32600, "{duplicate}");
+    assert!(
+        duplicate["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Duplicate request id 9"),
+        "{duplicate}"
+    );
+    assert_eq!(duplicate["error"]["data"]["code"], "INVALID_REQUEST");
+    // The first one is unharmed, and once it has finished its id may be used again.
+    let first = first.await.unwrap();
+    assert_eq!(first["result"]["content"][0]["text"], "slept", "{first}");
+    let again = session.ask(sleep_call(9, 0)).await;
+    assert_eq!(again["result"]["content"][0]["text"], "slept", "{again}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
