@@ -34,8 +34,11 @@ impl RateLimiter {
 
     /// Takes a token, or says in how many whole seconds one will be there.
     pub fn acquire(&self) -> Result<(), u64> {
+        self.acquire_at(Instant::now())
+    }
+
+    fn acquire_at(&self, now: Instant) -> Result<(), u64> {
         let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
         let elapsed = now.duration_since(b.refilled).as_secs_f64();
         b.tokens = (b.tokens + elapsed * b.rate).min(b.rate);
         b.refilled = now;
@@ -53,11 +56,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn burst_then_refusal() {
+    fn burst_then_refusal_then_refill() {
         let limiter = RateLimiter::new(10);
+        let start = limiter.bucket.lock().unwrap().refilled;
         for _ in 0..10 {
-            assert!(limiter.acquire().is_ok());
+            assert!(limiter.acquire_at(start).is_ok());
         }
-        assert_eq!(limiter.acquire(), Err(1));
+        assert_eq!(limiter.acquire_at(start), Err(1));
+        // A tenth of a second later one token is back.
+        let later = start + std::time::Duration::from_millis(100);
+        assert!(limiter.acquire_at(later).is_ok());
+        assert!(limiter.acquire_at(later).is_err());
     }
 }
