@@ -5,6 +5,7 @@ mod clock;
 mod config;
 mod dependency;
 mod http;
+mod legacy_sse;
 mod lifecycle;
 mod logging;
 mod mcp_surface;

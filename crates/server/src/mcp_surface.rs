@@ -56,6 +56,12 @@ pub fn endpoint(
     )
 }
 
+impl McpBridge {
+    pub fn new(service: Arc<Service>) -> Self {
+        McpBridge { service }
+    }
+}
+
 impl ServerHandler for McpBridge {
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(

@@ -59,7 +59,8 @@ fn finish(
 ) -> Response {
     let (mut parts, body) = response.into_parts();
     // /mcp speaks JSON-RPC: its own answers pass as they are.
-    let foreign = if path == "/mcp" || path.starts_with("/mcp/") {
+    let mcp = path == "/mcp" || path.starts_with("/mcp/") || path == "/sse" || path == "/messages";
+    let foreign = if mcp {
         None
     } else {
         foreign_error(&parts, method, path)

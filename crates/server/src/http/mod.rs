@@ -45,7 +45,11 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
             crate::mcp_surface::InFlight::default(),
             crate::mcp_surface::refuse_duplicate_ids,
         ));
-    let routes = routes.nest("/mcp", mcp);
+    let legacy = Router::new()
+        .route("/sse", get(crate::legacy_sse::open))
+        .route("/messages", post(crate::legacy_sse::message))
+        .with_state(crate::legacy_sse::SseSessions::new(service.clone()));
+    let routes = routes.nest("/mcp", mcp).merge(legacy);
     with_layers(routes.merge(docs), service)
 }
 

@@ -11,6 +11,13 @@ use crate::harness::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_real_mcp_client_lists_and_calls_the_tools() {
+    for transport in ["/mcp", "/sse"] {
+        real_client_round(transport).await;
+    }
+}
+
+/// The official Python SDK over one transport: Streamable HTTP (/mcp) or legacy SSE (/sse).
+async fn real_client_round(transport: &str) {
     let gw = Gateway::start(
         "over-mcp",
         &format!(
@@ -20,7 +27,7 @@ async fn a_real_mcp_client_lists_and_calls_the_tools() {
         ),
     )
     .await;
-    let url = gw.url("/mcp");
+    let url = gw.url(transport);
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(venv_python())
             .arg(fixture("mcp_client.py"))
@@ -455,4 +462,51 @@ async fn a_reload_notifies_mcp_clients_that_the_tools_changed() {
     let _ = client.wait().await;
     gw.signal(libc::SIGTERM);
     assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn legacy_sse_sessions_are_checked() {
+    let gw = Gateway::start(
+        "legacy",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let unknown = client
+        .post(gw.url("/messages?sessionId=nope"))
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let foreign = client
+        .get(gw.url("/sse"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let origin = client
+        .get(gw.url("/sse"))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(origin.status(), 403);
+    // A real stream starts with the endpoint event naming the session's message URL.
+    let mut stream = client.get(gw.url("/sse")).send().await.unwrap();
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        seen.starts_with("event: endpoint\ndata: /messages?sessionId="),
+        "{seen}"
+    );
 }
