@@ -214,10 +214,17 @@ pub struct McpSection {
     /// loopback origins on any port. A request without Origin (not a browser) passes.
     #[serde(default = "default_allowed_origins")]
     pub allowed_origins: Vec<String>,
+    /// Open sessions allowed per transport (/mcp, /sse); one more is refused with a clear error.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: AtLeast<1>,
 }
 
 fn default_session_ttl() -> AtLeast<1> {
     AtLeast(1800)
+}
+
+fn default_max_sessions() -> AtLeast<1> {
+    AtLeast(1000)
 }
 
 fn default_allowed_origins() -> Vec<String> {
@@ -243,6 +250,7 @@ impl Default for McpSection {
             session_ttl_secs: default_session_ttl(),
             allowed_hosts: default_allowed_hosts(),
             allowed_origins: default_allowed_origins(),
+            max_sessions: default_max_sessions(),
         }
     }
 }

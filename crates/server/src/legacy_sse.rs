@@ -108,6 +108,16 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
     if let Some(refusal) = refused(&sessions, &headers) {
         return refusal;
     }
+    let max = sessions.service.settings().config.mcp.max_sessions.0;
+    if sessions
+        .open
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .len() as u64
+        >= max
+    {
+        return crate::mcp_surface::too_many_sessions(max, Value::Null);
+    }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);

@@ -35,7 +35,10 @@ pub struct McpBridge {
 pub fn endpoint(
     service: Arc<Service>,
     stop: CancellationToken,
-) -> StreamableHttpService<McpBridge, LocalSessionManager> {
+) -> (
+    StreamableHttpService<McpBridge, LocalSessionManager>,
+    Arc<LocalSessionManager>,
+) {
     let settings = service.settings();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive =
@@ -45,15 +48,52 @@ pub fn endpoint(
         .with_allowed_origins(settings.config.mcp.allowed_origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(stop);
-    StreamableHttpService::new(
+    let sessions = Arc::new(sessions);
+    let endpoint = StreamableHttpService::new(
         move || {
             Ok(McpBridge {
                 service: service.clone(),
             })
         },
-        Arc::new(sessions),
+        sessions.clone(),
         config,
+    );
+    (endpoint, sessions)
+}
+
+/// The answer to a session past `mcp.max_sessions`: 503 with a JSON-RPC error saying so.
+pub fn too_many_sessions(max: u64, id: Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!("Too many MCP sessions (mcp.max_sessions is {max}): end one (DELETE /mcp) or retry later"),
+        "data": {"code": Code::ServiceUnavailable, "retryable": true},
+    }});
+    let mut response = (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(answer),
     )
+        .into_response();
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("5"),
+    );
+    response
+}
+
+/// A layer on `/mcp`: a new session (a POST without `Mcp-Session-Id`) past
+/// `mcp.max_sessions` is refused before rmcp creates it.
+pub async fn limit_sessions(
+    axum::extract::State((sessions, max)): axum::extract::State<(Arc<LocalSessionManager>, u64)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let opens_session = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if opens_session && sessions.sessions.read().await.len() as u64 >= max {
+        return too_many_sessions(max, Value::Null);
+    }
+    next.run(request).await
 }
 
 impl McpBridge {

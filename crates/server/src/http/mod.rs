@@ -39,11 +39,17 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
+    let max_sessions = service.settings().config.mcp.max_sessions.0;
+    let (endpoint, sessions) = crate::mcp_surface::endpoint(service.clone(), stop);
     let mcp = Router::new()
-        .fallback_service(crate::mcp_surface::endpoint(service.clone(), stop))
+        .fallback_service(endpoint)
         .layer(from_fn_with_state(
             crate::mcp_surface::InFlight::default(),
             crate::mcp_surface::refuse_duplicate_ids,
+        ))
+        .layer(from_fn_with_state(
+            (sessions, max_sessions),
+            crate::mcp_surface::limit_sessions,
         ));
     let legacy = Router::new()
         .route("/sse", get(crate::legacy_sse::open))

@@ -510,3 +510,57 @@ async fn legacy_sse_sessions_are_checked() {
         "{seen}"
     );
 }
+
+#[tokio::test]
+async fn sessions_past_max_sessions_are_refused_until_one_ends() {
+    let extra = format!(
+        "mcp: {{ max_sessions: 2 }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let gw = Gateway::start("few-sessions", &extra).await;
+    let first = McpSession::open(&gw).await;
+    let _second = McpSession::open(&gw).await;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let client = reqwest::Client::new();
+    let third = McpSession::send(&client, &gw.url("/mcp"), None, initialize.clone()).await;
+    assert_eq!(third.status(), 503);
+    assert!(third.headers().contains_key("retry-after"));
+    let body: Value = third.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too many MCP sessions (mcp.max_sessions is 2)"),
+        "{body}"
+    );
+    // Ending one (DELETE) makes room; its id is gone (404).
+    let ended = client
+        .delete(gw.url("/mcp"))
+        .header("mcp-session-id", &first.id)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    eventually(
+        Duration::from_secs(10),
+        "room for a new session",
+        || async {
+            (McpSession::send(&client, &gw.url("/mcp"), None, initialize.clone())
+                .await
+                .status()
+                == 200)
+                .then_some(())
+        },
+    )
+    .await;
+    let gone = first
+        .post(serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}))
+        .await;
+    assert_eq!(gone.status(), 404);
+    // The legacy transport has the same bound.
+    let _a = client.get(gw.url("/sse")).send().await.unwrap();
+    let _b = client.get(gw.url("/sse")).send().await.unwrap();
+    let c = client.get(gw.url("/sse")).send().await.unwrap();
+    assert_eq!(c.status(), 503);
+}
