@@ -12,9 +12,10 @@ use std::time::Duration;
 use contract::ErrorCode as Code;
 use rmcp::model::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -100,16 +101,40 @@ impl McpBridge {
     pub fn new(service: Arc<Service>) -> Self {
         McpBridge { service }
     }
+
+    /// The connected MCP servers whose capabilities pass `has`.
+    fn peers_with(
+        &self,
+        has: impl Fn(&ServerCapabilities) -> bool,
+    ) -> Vec<rmcp::Peer<rmcp::RoleClient>> {
+        self.service
+            .mcp_peers()
+            .into_iter()
+            .filter(|p| p.peer_info().is_some_and(|info| has(&info.capabilities)))
+            .collect()
+    }
 }
 
 impl ServerHandler for McpBridge {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        // Resources and prompts only when some MCP server behind the service has them.
+        for peer in self.service.mcp_peers() {
+            if let Some(info) = peer.peer_info() {
+                if let Some(resources) = &info.capabilities.resources {
+                    capabilities
+                        .resources
+                        .get_or_insert_with(|| resources.clone());
+                }
+                if let Some(prompts) = &info.capabilities.prompts {
+                    capabilities.prompts.get_or_insert_with(|| prompts.clone());
+                }
+            }
+        }
+        InitializeResult::new(capabilities)
         .with_server_info(Implementation::new(
             self.service.name.clone(),
             self.service.version.clone(),
@@ -142,6 +167,105 @@ impl ServerHandler for McpBridge {
                 }
             }
         });
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let mut all = Vec::new();
+        for peer in self.peers_with(|c| c.resources.is_some()) {
+            match peer.list_all_resources().await {
+                Ok(resources) => all.extend(resources),
+                Err(e) => {
+                    tracing::warn!(service = %self.service.name, "resources/list upstream failed: {e}")
+                }
+            }
+        }
+        Ok(ListResourcesResult::with_all_items(all))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let mut all = Vec::new();
+        for peer in self.peers_with(|c| c.resources.is_some()) {
+            match peer.list_all_resource_templates().await {
+                Ok(templates) => all.extend(templates),
+                Err(e) => {
+                    tracing::warn!(service = %self.service.name, "resources/templates/list upstream failed: {e}")
+                }
+            }
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(all))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let mut last = None;
+        for peer in self.peers_with(|c| c.resources.is_some()) {
+            match peer.read_resource(request.clone()).await {
+                Ok(result) => return Ok(ReadResourceResponse::Complete(result)),
+                Err(e) => last = Some(e.to_string()),
+            }
+        }
+        Err(McpError::invalid_params(
+            format!(
+                "Resource '{}' not found: {}",
+                request.uri,
+                last.unwrap_or_else(|| "no MCP server behind this service has resources".into())
+            ),
+            None,
+        ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let mut all = Vec::new();
+        for peer in self.peers_with(|c| c.prompts.is_some()) {
+            match peer.list_all_prompts().await {
+                Ok(prompts) => all.extend(prompts),
+                Err(e) => {
+                    tracing::warn!(service = %self.service.name, "prompts/list upstream failed: {e}")
+                }
+            }
+        }
+        Ok(ListPromptsResult::with_all_items(all))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        for peer in self.peers_with(|c| c.prompts.is_some()) {
+            let offers = peer
+                .list_all_prompts()
+                .await
+                .is_ok_and(|ps| ps.iter().any(|p| p.name == request.name));
+            if offers {
+                return peer
+                    .get_prompt(request.clone())
+                    .await
+                    .map(GetPromptResponse::Complete)
+                    .map_err(|e| {
+                        McpError::invalid_params(format!("Prompt '{}': {e}", request.name), None)
+                    });
+            }
+        }
+        Err(McpError::invalid_params(
+            format!("Unknown prompt: {}", request.name),
+            None,
+        ))
     }
 
     async fn list_tools(

@@ -339,6 +339,15 @@ impl Service {
         }
     }
 
+    /// The connected MCP servers behind the service, in provider order.
+    pub fn mcp_peers(&self) -> Vec<rmcp::Peer<rmcp::RoleClient>> {
+        self.toolset()
+            .providers
+            .iter()
+            .filter_map(|p| p.mcp_peer())
+            .collect()
+    }
+
     pub fn openapi(&self) -> Arc<Value> {
         self.toolset().openapi.clone()
     }

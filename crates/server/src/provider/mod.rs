@@ -99,6 +99,12 @@ pub trait Provider: Send + Sync {
         self.name()
     }
 
+    /// The connection to the MCP server behind this provider, for passing resources and
+    /// prompts through; `None` for other kinds and while disconnected.
+    fn mcp_peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {
+        None
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {

@@ -70,6 +70,22 @@ async fn real_client_round(transport: &str) {
     );
     assert_eq!(seen["unknown_tool"]["error_code"], -32602);
     assert_eq!(seen["unknown_tool"]["data"]["code"], "TOOL_NOT_FOUND");
+    // Resources and prompts of the upstream (server-everything) pass through.
+    assert_eq!(
+        seen["capabilities"],
+        serde_json::json!({"resources": true, "prompts": true}),
+        "{seen}"
+    );
+    assert!(seen["resources"].as_u64().unwrap() >= 1);
+    assert_eq!(seen["read_resource"]["contents"], 1, "{seen}");
+    assert!(
+        seen["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "simple-prompt")
+    );
+    assert_eq!(seen["get_prompt"]["messages"], 1);
     // Each tools/call over MCP logs the same access line fields as REST.
     let line = eventually(Duration::from_secs(10), "the MCP access line", || async {
         gw.log_lines()
@@ -563,4 +579,27 @@ async fn sessions_past_max_sessions_are_refused_until_one_ends() {
     let _b = client.get(gw.url("/sse")).send().await.unwrap();
     let c = client.get(gw.url("/sse")).send().await.unwrap();
     assert_eq!(c.status(), 503);
+}
+
+#[tokio::test]
+async fn resources_and_prompts_are_advertised_only_when_an_upstream_has_them() {
+    // The paged fixture server offers tools only (mcp-server-time also offers the others).
+    let gw = paged_gateway("tools-only").await;
+    let client = reqwest::Client::new();
+    let init = McpSession::send(&client, &gw.url("/mcp"), None, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+    .await;
+    let text = init.text().await.unwrap();
+    let answer: Value = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("result").is_some())
+        .unwrap_or_else(|| panic!("{text}"));
+    let capabilities = &answer["result"]["capabilities"];
+    assert!(capabilities["tools"].is_object());
+    assert!(
+        capabilities.get("resources").is_none() && capabilities.get("prompts").is_none(),
+        "{capabilities}"
+    );
 }

@@ -204,6 +204,14 @@ impl Provider for McpProvider {
         .boxed()
     }
 
+    fn mcp_peer(&self) -> Option<Peer<RoleClient>> {
+        self.inner
+            .peer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     fn missing_tools_reason(&self) -> Option<String> {
         let connected = self
             .inner
