@@ -115,6 +115,14 @@ pub trait Provider: Send + Sync {
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
 
+/// `message` followed by what to start, when the provider's config says (`setup_hint`).
+pub fn with_hint(message: &str, hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!("{message} — {hint}"),
+        None => message.to_owned(),
+    }
+}
+
 /// Where a provider reports that its tool list changed.
 #[derive(Clone)]
 pub struct ProviderHooks {

@@ -7,19 +7,24 @@ use serde_json::json;
 
 use crate::harness::*;
 
-#[tokio::test]
-async fn initializing_answers_503_except_health() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
+/// A provider entry for server-everything that starts only once `gate` exists.
+fn gated_everything(gate: &std::path::Path) -> String {
     let script = format!(
         "while [ ! -e '{}' ]; do sleep 0.05; done; exec node '{}' stdio",
         gate.display(),
         everything_js()
     );
-    let extra = format!(
+    format!(
         "providers:\n  - {{ name: slow, kind: mcp, command: sh, args: [-c, {}] }}\n",
         serde_json::to_string(&script).unwrap()
-    );
+    )
+}
+
+#[tokio::test]
+async fn initializing_answers_503_except_health() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let extra = gated_everything(&gate);
     let mut gw = Gateway::spawn("starting", &extra);
     let health = eventually(Duration::from_secs(30), "the listener", || async {
         let response = reqwest::get(gw.url("/health")).await.ok()?;
@@ -208,15 +213,7 @@ async fn sighup_adds_a_provider_and_keeps_connections() {
 async fn sigterm_while_initializing_stops_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("never");
-    let script = format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done; exec node '{}' stdio",
-        gate.display(),
-        everything_js()
-    );
-    let extra = format!(
-        "providers:\n  - {{ name: slow, kind: mcp, command: sh, args: [-c, {}] }}\n",
-        serde_json::to_string(&script).unwrap()
-    );
+    let extra = gated_everything(&gate);
     let mut gw = Gateway::spawn("never-ready", &extra);
     eventually(
         Duration::from_secs(30),

@@ -70,15 +70,11 @@ impl CypherProvider {
     }
 
     fn unavailable(&self, why: &str) -> ToolError {
-        let hint = self
-            .setup_hint
-            .as_deref()
-            .map(|h| format!(" — {h}"))
-            .unwrap_or_default();
-        ToolError::Unavailable(format!(
-            "Dependency connection failed: {}: {why}{hint}",
+        let message = format!(
+            "Dependency connection failed: {}: {why}",
             self.database.name
-        ))
+        );
+        ToolError::Unavailable(super::with_hint(&message, self.setup_hint.as_deref()))
     }
 }
 
@@ -142,9 +138,9 @@ impl Provider for CypherProvider {
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
             let mut status = self.database.check().await;
-            if let (Some(error), Some(hint)) = (status.error.as_mut(), &self.setup_hint) {
-                error.push_str(&format!(" — {hint}"));
-            }
+            status.error = status
+                .error
+                .map(|e| super::with_hint(&e, self.setup_hint.as_deref()));
             vec![(self.database.name.clone(), status)]
         }
         .boxed()

@@ -111,15 +111,10 @@ impl HttpProvider {
     }
 
     fn unavailable(&self, why: &str) -> ToolError {
-        let hint = self
-            .config
-            .setup_hint
-            .as_deref()
-            .map(|h| format!(" — {h}"))
-            .unwrap_or_default();
-        ToolError::Unavailable(format!(
-            "Dependency connection failed: {}: {why}{hint}",
-            self.api.name
+        let message = format!("Dependency connection failed: {}: {why}", self.api.name);
+        ToolError::Unavailable(super::with_hint(
+            &message,
+            self.config.setup_hint.as_deref(),
         ))
     }
 
@@ -366,9 +361,9 @@ impl Provider for HttpProvider {
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
             let mut status = self.api.check().await;
-            if let (Some(error), Some(hint)) = (status.error.as_mut(), &self.config.setup_hint) {
-                error.push_str(&format!(" — {hint}"));
-            }
+            status.error = status
+                .error
+                .map(|e| super::with_hint(&e, self.config.setup_hint.as_deref()));
             vec![(self.api.name.clone(), status)]
         }
         .boxed()

@@ -449,15 +449,14 @@ impl Inner {
     fn set_unavailable(&self, why: String) {
         self.clear_peer();
         let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
-        let hint = self
-            .setup_hint
-            .as_deref()
-            .map(|h| format!(" — {h}"))
-            .unwrap_or_default();
+        let message = format!("{why} ({})", self.endpoint.describe());
         *status = DependencyStatus {
             status: DependencyState::Unavailable,
             response_time_ms: None,
-            error: Some(format!("{} ({}){hint}", why, self.endpoint.describe())),
+            error: Some(crate::provider::with_hint(
+                &message,
+                self.setup_hint.as_deref(),
+            )),
             last_ok: status.last_ok.take(),
         };
     }
