@@ -308,12 +308,16 @@ impl ServerHandler for McpBridge {
                     .map(str::to_owned)
             });
         let arguments = request.arguments.unwrap_or_default();
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| forward_progress(context.peer.clone(), token));
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // notifications/cancelled from the client drops the call, and with it the upstream
         // request (which rmcp cancels on drop).
         let outcome = tokio::select! {
-            outcome = self.service.call_tool(&request.name, arguments, &request_id) => Some(outcome),
+                        outcome = self.service.call_tool(&request.name, arguments, &request_id, progress) => Some(outcome),
             _ = context.ct.cancelled() => None,
         };
         let (status, code) = match &outcome {
@@ -569,4 +573,25 @@ pub async fn refuse_duplicate_ids(
         chunk
     });
     axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// A sink whose progress reports reach the MCP client as `notifications/progress` with the
+/// client's own token.
+fn forward_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> crate::provider::ProgressSink {
+    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
+    tokio::spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let mut param =
+                rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
+            param.total = report.total;
+            param.message = report.message;
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    });
+    sink
 }

@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::config::{ProviderConfig, ServiceConfig};
 use crate::dependency;
 use crate::lifecycle::{Lifecycle, Phase};
-use crate::provider::{self, CallContext, JsonObject, Provider, ProviderHooks};
+use crate::provider::{self, CallContext, JsonObject, ProgressSink, Provider, ProviderHooks};
 use crate::rate_limit::RateLimiter;
 use crate::registry::{Conflict, ToolRegistry};
 use crate::service_doc::{Limits, service_document};
@@ -358,6 +358,7 @@ impl Service {
         tool: &str,
         arguments: JsonObject,
         request_id: &str,
+        progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
         let Some(entry) = toolset.registry.get(tool) else {
@@ -393,6 +394,7 @@ impl Service {
         let cx = CallContext {
             request_id: request_id.to_owned(),
             timeout,
+            progress,
         };
         self.active_calls.fetch_add(1, Ordering::AcqRel);
         let _active = ActiveCall(&self.active_calls);

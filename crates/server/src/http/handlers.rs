@@ -58,7 +58,7 @@ async fn run(
         ..Meta::default()
     };
     match service
-        .call_tool(tool, arguments, request_id.as_str())
+        .call_tool(tool, arguments, request_id.as_str(), None)
         .await
     {
         Ok(data) => Reply::ok(data).with_meta(meta),

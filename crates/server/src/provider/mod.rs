@@ -30,7 +30,20 @@ pub struct CallContext {
     pub request_id: String,
     /// How long the call may take; the provider cancels upstream work when it runs out.
     pub timeout: Duration,
+    /// Where to report progress, when the caller asked for it (an MCP client's progressToken).
+    pub progress: Option<ProgressSink>,
 }
+
+/// A progress report of a running call: `progress` out of `total`, with an optional message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// The receiving end of a call's progress reports.
+pub type ProgressSink = tokio::sync::mpsc::UnboundedSender<Progress>;
 
 /// Why a tool call failed, in terms the contract can answer.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -86,6 +86,12 @@ async fn real_client_round(transport: &str) {
             .any(|p| p == "simple-prompt")
     );
     assert_eq!(seen["get_prompt"]["messages"], 1);
+    // Progress of the upstream's long-running tool reaches the client, with its own token.
+    assert_eq!(
+        seen["progress"],
+        serde_json::json!([[1.0, 2.0], [2.0, 2.0]]),
+        "{seen}"
+    );
     // Each tools/call over MCP logs the same access line fields as REST.
     let line = eventually(Duration::from_secs(10), "the MCP access line", || async {
         gw.log_lines()

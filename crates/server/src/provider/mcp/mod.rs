@@ -20,7 +20,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ClientRequest,
     Implementation, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
@@ -28,7 +28,10 @@ use tokio::task::JoinHandle;
 
 use self::stdio::StdioSpec;
 use self::streamable::HttpSpec;
-use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
+use super::{
+    CallContext, JsonObject, Progress, ProgressSink, Provider, ProviderError, ProviderHooks,
+    ToolError,
+};
 use crate::config::{ProviderConfig, ServiceConfig};
 
 /// How long one connection attempt (spawn/connect, initialize, list tools) may take.
@@ -76,6 +79,8 @@ struct Inner {
     refresh: Arc<Notify>,
     /// A call saw the connection fail (Streamable HTTP has no other way to tell).
     reconnect: Notify,
+    /// Running calls whose caller wants progress.
+    progress: ProgressRoutes,
     stop: watch::Sender<bool>,
     first_attempt_done: watch::Sender<bool>,
 }
@@ -124,6 +129,7 @@ impl McpProvider {
             }),
             refresh: Arc::new(Notify::new()),
             reconnect: Notify::new(),
+            progress: ProgressRoutes::default(),
             stop: watch::channel(false).0,
             first_attempt_done: watch::channel(false).0,
         };
@@ -320,6 +326,7 @@ impl Inner {
     ) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
         let handler = GatewayClient {
             refresh: self.refresh.clone(),
+            progress: self.progress.clone(),
         };
         let serving = async {
             match &self.endpoint {
@@ -414,6 +421,41 @@ impl Inner {
         }
     }
 
+    /// `tools/call` with the progress the server reports routed to `sink`: the request is sent
+    /// by hand to learn the progress token rmcp gives it.
+    async fn call_with_progress(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        sink: ProgressSink,
+    ) -> Result<CallToolResponse, ServiceError> {
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), sink);
+        let _route = ProgressRoute {
+            routes: self.progress.clone(),
+            key,
+        };
+        let mut cancel = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = handle.await_response().await;
+        cancel.id = None;
+        match answer? {
+            rmcp::model::ServerResult::CallToolResult(result) => {
+                Ok(CallToolResponse::Complete(result))
+            }
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
     /// The periodic health check: an MCP `ping`, answered within 5 s.
     async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
         let started = Instant::now();
@@ -486,8 +528,17 @@ impl Inner {
             )));
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        // Dropping the request on timeout makes rmcp send notifications/cancelled upstream.
-        let outcome = tokio::time::timeout(cx.timeout, peer.call_tool_once(params)).await;
+        // Dropping the request (timeout, caller gone) sends notifications/cancelled upstream.
+        let outcome = match &cx.progress {
+            None => tokio::time::timeout(cx.timeout, peer.call_tool_once(params)).await,
+            Some(sink) => {
+                tokio::time::timeout(
+                    cx.timeout,
+                    self.call_with_progress(&peer, params, sink.clone()),
+                )
+                .await
+            }
+        };
         match outcome {
             Err(_) => {
                 tracing::info!(
@@ -526,10 +577,51 @@ impl Inner {
     }
 }
 
-/// Our side of the MCP connection: identifies the gateway and hears list changes.
+/// Where the progress of each running call goes, by the progress token rmcp gave its request.
+type ProgressRoutes = Arc<Mutex<std::collections::HashMap<String, ProgressSink>>>;
+
+/// Sends `notifications/cancelled` for a request that is dropped before its answer.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                let param = rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the gateway's caller gave up".into()),
+                );
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+/// Takes a call's place in [`ProgressRoutes`] for as long as it runs.
+struct ProgressRoute {
+    routes: ProgressRoutes,
+    key: String,
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// Our side of the MCP connection: identifies the gateway, hears list changes, and routes
+/// progress notifications to the calls they belong to.
 #[derive(Clone)]
 struct GatewayClient {
     refresh: Arc<Notify>,
+    progress: ProgressRoutes,
 }
 
 impl ClientHandler for GatewayClient {
@@ -544,5 +636,26 @@ impl ClientHandler for GatewayClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.refresh.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let key = serde_json::to_string(&params.progress_token).unwrap_or_default();
+        let sink = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(sink) = sink {
+            let _ = sink.send(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
     }
 }
