@@ -531,7 +531,7 @@ impl Drop for Running {
 /// session (JSON-RPC -32600, `data.code` INVALID_REQUEST); the id is free again once the
 /// answer to the first request has been sent in full.
 pub async fn refuse_duplicate_ids(
-    axum::extract::State(in_flight): axum::extract::State<InFlight>,
+    axum::extract::State((in_flight, max_body)): axum::extract::State<(InFlight, usize)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -546,8 +546,9 @@ pub async fn refuse_duplicate_ids(
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    // Read within limits.max_body_bytes, as every other body of the service.
+    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
+        return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
     let id = serde_json::from_slice::<Value>(&bytes)
         .ok()

@@ -44,7 +44,10 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
     let mcp = Router::new()
         .fallback_service(endpoint)
         .layer(from_fn_with_state(
-            crate::mcp_surface::InFlight::default(),
+            (
+                crate::mcp_surface::InFlight::default(),
+                service.settings().config.limits.max_body_bytes.0 as usize,
+            ),
             crate::mcp_surface::refuse_duplicate_ids,
         ))
         .layer(from_fn_with_state(

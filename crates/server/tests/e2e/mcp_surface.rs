@@ -609,3 +609,23 @@ async fn resources_and_prompts_are_advertised_only_when_an_upstream_has_them() {
         "{capabilities}"
     );
 }
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_at_mcp_too() {
+    let extra = format!(
+        "limits: {{ max_body_bytes: 2048 }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let gw = Gateway::start("small-bodies", &extra).await;
+    let session = McpSession::open(&gw).await;
+    let big = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "x".repeat(4096)}}});
+    assert_eq!(session.post(big).await.status(), 413);
+    let small = session
+        .ask(
+            serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "ok"}}}),
+        )
+        .await;
+    assert_eq!(small["result"]["content"][0]["text"], "Echo: ok", "{small}");
+}
