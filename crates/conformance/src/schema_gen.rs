@@ -415,17 +415,22 @@ mod tests {
         })
     }
 
-    #[test]
-    fn generated_valid_values_validate() {
-        let schema = schema();
-        let validator = jsonschema::validator_for(&schema).unwrap();
+    /// Runs the valid-value strategy and checks each value against the schema itself.
+    fn every_generated_value_validates(schema: &Value) {
+        let validator = jsonschema::validator_for(schema).unwrap();
         let mut runner = TestRunner::deterministic();
         runner
-            .run(&valid(&schema, &schema), |v| {
+            .run(&valid(schema, schema), |v| {
                 prop_assert!(validator.is_valid(&v), "{v}");
                 Ok(())
             })
             .unwrap();
+    }
+
+    #[test]
+    fn generated_valid_values_validate() {
+        let schema = schema();
+        every_generated_value_validates(&schema);
     }
 
     #[test]
@@ -450,14 +455,7 @@ mod tests {
             "anyOf": [{"required": ["prompt"]}, {"required": ["messages"]}],
             "additionalProperties": false
         });
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        let mut runner = TestRunner::deterministic();
-        runner
-            .run(&valid(&schema, &schema), |v| {
-                prop_assert!(validator.is_valid(&v), "{v}");
-                Ok(())
-            })
-            .unwrap();
+        every_generated_value_validates(&schema);
     }
 
     #[test]

@@ -180,42 +180,23 @@ impl Provider for McpProvider {
         async move {
             // A connected server is pinged now; a failed ping is reported, and the supervisor
             // finds out on its own at the next call or periodic check.
-            let peer = self
-                .inner
-                .peer
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+            let peer = self.inner.current_peer();
             if let Some(peer) = peer
                 && let Err(why) = self.inner.ping(&peer).await
             {
-                let mut status = self
-                    .inner
-                    .status
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let mut status = self.inner.current_status();
                 status.status = DependencyState::Unavailable;
                 status.error = Some(why);
                 return vec![(self.inner.name.clone(), status)];
             }
-            let status = self
-                .inner
-                .status
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+            let status = self.inner.current_status();
             vec![(self.inner.name.clone(), status)]
         }
         .boxed()
     }
 
     fn mcp_peer(&self) -> Option<Peer<RoleClient>> {
-        self.inner
-            .peer
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.current_peer()
     }
 
     fn missing_tools_reason(&self) -> Option<String> {
@@ -275,6 +256,19 @@ enum Ended {
 }
 
 impl Inner {
+    /// The live connection, if any.
+    fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The dependency status as the supervisor last recorded it.
+    fn current_status(&self) -> DependencyStatus {
+        self.status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     async fn supervise(self: Arc<Self>) {
         let mut stop = self.stop.subscribe();
         let mut backoff = BACKOFF_MIN;
@@ -513,7 +507,7 @@ impl Inner {
         args: JsonObject,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
-        let peer = self.peer.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let peer = self.current_peer();
         let Some(peer) = peer else {
             let why = self
                 .status
