@@ -214,7 +214,8 @@ pub struct McpSection {
     /// loopback origins on any port. A request without Origin (not a browser) passes.
     #[serde(default = "default_allowed_origins")]
     pub allowed_origins: Vec<String>,
-    /// Open sessions allowed per transport (/mcp, /sse); one more is refused with a clear error.
+    /// Live sessions allowed, both transports (/mcp, /sse) together; one more is refused with a
+    /// clear error.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: AtLeast<1>,
 }

@@ -21,28 +21,37 @@ use rmcp::transport::sink_stream::SinkStreamTransport;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::mcp_gate::{
+    McpGate, allowed_before_handshake, client_info, foreign_host_or_origin, not_initialized,
+    session_refusal,
+};
+use crate::mcp_sessions::{SessionBook, SessionState, Transport};
 use crate::mcp_surface::McpBridge;
 use crate::service::Service;
 
-/// The open SSE sessions of one service: where each one's incoming messages go.
+/// The open SSE sessions of one service: where each one's incoming messages go. Their
+/// records (state, client, expiry) are in the service's session book, shared with `/mcp`.
 #[derive(Clone)]
 pub struct SseSessions {
     service: Arc<Service>,
+    gate: McpGate,
     open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
 }
 
 impl SseSessions {
-    pub fn new(service: Arc<Service>) -> Self {
+    pub fn new(service: Arc<Service>, gate: McpGate) -> Self {
         SseSessions {
             service,
+            gate,
             open: Arc::default(),
         }
     }
 }
 
-/// Removes a session from the map when its stream ends (the client went away).
+/// Ends a session when its stream ends (the client went away, or the book expired it).
 struct Registration {
     open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
+    book: SessionBook,
     id: String,
 }
 
@@ -52,73 +61,21 @@ impl Drop for Registration {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.id);
+        self.book.close(&self.id);
     }
-}
-
-/// DNS-rebinding protection, as on /mcp: the Host must be an allowed host and a browser's
-/// Origin an allowed origin.
-fn refused(sessions: &SseSessions, headers: &HeaderMap) -> Option<Response> {
-    let settings = sessions.service.settings();
-    let host = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.split(':').next().unwrap_or_default(),
-    };
-    if !settings.config.mcp.allowed_hosts.iter().any(|h| h == name) {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!("Host '{host}' is not allowed"),
-            )
-                .into_response(),
-        );
-    }
-    if let Some(origin) = headers.get("origin").and_then(|o| o.to_str().ok())
-        && !origin_allowed(&settings.config.mcp.allowed_origins, origin)
-    {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!("Origin '{origin}' is not allowed"),
-            )
-                .into_response(),
-        );
-    }
-    None
-}
-
-/// `scheme://host:port` against entries that may end in `:*` (any port).
-fn origin_allowed(allowed: &[String], origin: &str) -> bool {
-    allowed.iter().any(|entry| match entry.strip_suffix(":*") {
-        Some(prefix) => {
-            origin == prefix
-                || origin
-                    .strip_prefix(prefix)
-                    .is_some_and(|rest| rest.starts_with(':'))
-        }
-        None => origin == entry,
-    })
 }
 
 /// `GET /sse`: a new session.
 pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Response {
-    if let Some(refusal) = refused(&sessions, &headers) {
+    if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
         return refusal;
     }
-    let max = sessions.service.settings().config.mcp.max_sessions.0;
-    if sessions
-        .open
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .len() as u64
-        >= max
-    {
-        return crate::mcp_surface::too_many_sessions(max, Value::Null);
+    let book = &sessions.gate.book;
+    if let Err(refusal) = book.admit() {
+        return session_refusal(&refusal, Value::Null);
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
+    let ended = book.open(&id, Transport::Sse, None);
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
     sessions
@@ -128,11 +85,13 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
         .insert(id.clone(), to_server);
     let bridge = McpBridge::new(sessions.service.clone());
     let session = id.clone();
+    let serving_ended = ended.clone();
     tokio::spawn(async move {
-        match bridge
-            .serve(SinkStreamTransport::new(to_client, from_client))
-            .await
-        {
+        let serving = bridge.serve_with_ct(
+            SinkStreamTransport::new(to_client, from_client),
+            serving_ended.child_token(),
+        );
+        match serving.await {
             Ok(running) => {
                 let _ = running.waiting().await;
             }
@@ -143,6 +102,7 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
     });
     let registration = Registration {
         open: sessions.open.clone(),
+        book: book.clone(),
         id: id.clone(),
     };
     let endpoint = futures::stream::once(async move {
@@ -159,6 +119,8 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
             Ok::<_, Infallible>(Event::default().event("message").data(data))
         },
     );
+    // The stream ends when the book ends the session (expired, or shutdown).
+    let messages = messages.take_until(ended.cancelled_owned());
     Sse::new(endpoint.chain(messages))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -177,9 +139,24 @@ pub async fn message(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    if let Some(refusal) = refused(&sessions, &headers) {
+    if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
         return refusal;
     }
+    let id = body.get("id").cloned().unwrap_or_default();
+    let book = &sessions.gate.book;
+    match book.touch(&query.session_id) {
+        Err(refusal) => return session_refusal(&refusal, id),
+        Ok(SessionState::Created) if !allowed_before_handshake(&body) => {
+            return not_initialized(id);
+        }
+        Ok(_) => {}
+    }
+    if body["method"] == "initialize"
+        && let Some((name, version)) = client_info(&body)
+    {
+        book.set_client(&query.session_id, name, version);
+    }
+    let completes_handshake = body["method"] == "notifications/initialized";
     let sender = sessions
         .open
         .lock()
@@ -207,23 +184,8 @@ pub async fn message(
         )
             .into_response();
     }
-    StatusCode::ACCEPTED.into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::origin_allowed;
-
-    #[test]
-    fn origins_with_any_port() {
-        let allowed = vec![
-            "http://localhost:*".to_owned(),
-            "https://app.example:443".to_owned(),
-        ];
-        assert!(origin_allowed(&allowed, "http://localhost:5173"));
-        assert!(origin_allowed(&allowed, "http://localhost"));
-        assert!(origin_allowed(&allowed, "https://app.example:443"));
-        assert!(!origin_allowed(&allowed, "http://localhost.evil:80"));
-        assert!(!origin_allowed(&allowed, "https://evil.example"));
+    if completes_handshake {
+        book.initialized(&query.session_id);
     }
+    StatusCode::ACCEPTED.into_response()
 }

@@ -8,6 +8,8 @@ mod http;
 mod legacy_sse;
 mod lifecycle;
 mod logging;
+mod mcp_gate;
+mod mcp_sessions;
 mod mcp_surface;
 mod provider;
 mod rate_limit;

@@ -42,8 +42,8 @@ pub fn endpoint(
 ) {
     let settings = service.settings();
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive =
-        Some(Duration::from_secs(settings.config.mcp.session_ttl_secs.0));
+    // Idle sessions are expired by our session book (mcp_gate::sweep_sessions), not by rmcp.
+    sessions.session_config.keep_alive = None;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.config.mcp.allowed_hosts.clone())
         .with_allowed_origins(settings.config.mcp.allowed_origins.clone())
@@ -60,41 +60,6 @@ pub fn endpoint(
         config,
     );
     (endpoint, sessions)
-}
-
-/// The answer to a session past `mcp.max_sessions`: 503 with a JSON-RPC error saying so.
-pub fn too_many_sessions(max: u64, id: Value) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32000,
-        "message": format!("Too many MCP sessions (mcp.max_sessions is {max}): end one (DELETE /mcp) or retry later"),
-        "data": {"code": Code::ServiceUnavailable, "retryable": true},
-    }});
-    let mut response = (
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        axum::Json(answer),
-    )
-        .into_response();
-    response.headers_mut().insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("5"),
-    );
-    response
-}
-
-/// A layer on `/mcp`: a new session (a POST without `Mcp-Session-Id`) past
-/// `mcp.max_sessions` is refused before rmcp creates it.
-pub async fn limit_sessions(
-    axum::extract::State((sessions, max)): axum::extract::State<(Arc<LocalSessionManager>, u64)>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let opens_session = request.method() == axum::http::Method::POST
-        && !request.headers().contains_key("mcp-session-id");
-    if opens_session && sessions.sessions.read().await.len() as u64 >= max {
-        return too_many_sessions(max, Value::Null);
-    }
-    next.run(request).await
 }
 
 impl McpBridge {
@@ -439,6 +404,27 @@ fn error_for(
     }
 }
 
+/// A sink whose progress reports reach the MCP client as `notifications/progress` with the
+/// client's own token.
+fn forward_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> crate::provider::ProgressSink {
+    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
+    tokio::spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let mut param =
+                rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
+            param.total = report.total;
+            param.message = report.message;
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    });
+    sink
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,110 +475,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-}
-
-/// The JSON-RPC requests running now, by (session, id): a second request with an id still
-/// running in its session is refused before rmcp sees it (rmcp routes answers by id, so a
-/// duplicate would get no answer at all).
-#[derive(Clone, Default)]
-pub struct InFlight(Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>);
-
-/// Holds a request's place in [`InFlight`] for as long as it runs.
-struct Running {
-    in_flight: InFlight,
-    key: (String, String),
-}
-
-impl Running {
-    fn claim(in_flight: &InFlight, key: (String, String)) -> Option<Running> {
-        let fresh = in_flight
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone());
-        fresh.then(|| Running {
-            in_flight: in_flight.clone(),
-            key,
-        })
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.in_flight
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.key);
-    }
-}
-
-/// A layer on `/mcp`: refuses a POSTed JSON-RPC request whose id is still running in its
-/// session (JSON-RPC -32600, `data.code` INVALID_REQUEST); the id is free again once the
-/// answer to the first request has been sent in full.
-pub async fn refuse_duplicate_ids(
-    axum::extract::State((in_flight, max_body)): axum::extract::State<(InFlight, usize)>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    use futures::StreamExt;
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let (Some(session), true) = (session, request.method() == axum::http::Method::POST) else {
-        return next.run(request).await;
-    };
-    let (parts, body) = request.into_parts();
-    // Read within limits.max_body_bytes, as every other body of the service.
-    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
-        return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
-    };
-    let id = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .filter(|m| m.get("method").is_some())
-        .and_then(|m| m.get("id").filter(|id| !id.is_null()).cloned());
-    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
-    let Some(id) = id else {
-        return next.run(request).await;
-    };
-    let Some(running) = Running::claim(&in_flight, (session, id.to_string())) else {
-        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32600,
-            "message": format!("Duplicate request id {id}: a request with this id is still running in this session"),
-            "data": {"code": Code::InvalidRequest, "retryable": false},
-        }});
-        return axum::Json(answer).into_response();
-    };
-    let (parts, body) = next.run(request).await.into_parts();
-    // The id stays taken until the answer's stream has been sent (or dropped).
-    let running = Arc::new(running);
-    let body = body.into_data_stream().map(move |chunk| {
-        let _held = &running;
-        chunk
-    });
-    axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
-}
-
-/// A sink whose progress reports reach the MCP client as `notifications/progress` with the
-/// client's own token.
-fn forward_progress(
-    peer: rmcp::Peer<RoleServer>,
-    token: rmcp::model::ProgressToken,
-) -> crate::provider::ProgressSink {
-    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
-    tokio::spawn(async move {
-        while let Some(report) = reports.recv().await {
-            let mut param =
-                rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
-            param.total = report.total;
-            param.message = report.message;
-            if peer.notify_progress(param).await.is_err() {
-                return;
-            }
-        }
-    });
-    sink
 }

@@ -39,25 +39,26 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
-    let max_sessions = service.settings().config.mcp.max_sessions.0;
-    let (endpoint, sessions) = crate::mcp_surface::endpoint(service.clone(), stop);
+    let rules = service.settings().config.mcp.clone();
+    let book = crate::mcp_sessions::SessionBook::new(
+        std::time::Duration::from_secs(rules.session_ttl_secs.0),
+        rules.max_sessions.0,
+    );
+    let (endpoint, sessions) = crate::mcp_surface::endpoint(service.clone(), stop.clone());
+    crate::mcp_gate::sweep_sessions(book.clone(), sessions, stop);
+    let gate = crate::mcp_gate::McpGate {
+        book: book.clone(),
+        rules: Arc::new(rules),
+        in_flight: crate::mcp_gate::InFlight::default(),
+        max_body: service.settings().config.limits.max_body_bytes.0 as usize,
+    };
     let mcp = Router::new()
         .fallback_service(endpoint)
-        .layer(from_fn_with_state(
-            (
-                crate::mcp_surface::InFlight::default(),
-                service.settings().config.limits.max_body_bytes.0 as usize,
-            ),
-            crate::mcp_surface::refuse_duplicate_ids,
-        ))
-        .layer(from_fn_with_state(
-            (sessions, max_sessions),
-            crate::mcp_surface::limit_sessions,
-        ));
+        .layer(from_fn_with_state(gate.clone(), crate::mcp_gate::gate));
     let legacy = Router::new()
         .route("/sse", get(crate::legacy_sse::open))
         .route("/messages", post(crate::legacy_sse::message))
-        .with_state(crate::legacy_sse::SseSessions::new(service.clone()));
+        .with_state(crate::legacy_sse::SseSessions::new(service.clone(), gate));
     let routes = routes.nest("/mcp", mcp).merge(legacy);
     with_layers(routes.merge(docs), service)
 }

@@ -1,7 +1,6 @@
 //! The `mcp` provider against real MCP servers: results, unicode, pagination, list_changed,
 //! Streamable HTTP upstreams, stderr forwarding, and the per-service OpenAPI document.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -168,34 +167,10 @@ async fn every_page_is_listed_and_list_changed_refreshes() {
     assert_eq!(a.code(), "INVALID_ARGUMENTS");
 }
 
-fn start_everything_http(port: u16) -> std::process::Child {
-    Command::new("node")
-        .args([everything_js().as_str(), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn streamable_http_upstream_down_and_back() {
     let port = free_port();
-    let listening = || async move {
-        eventually(
-            Duration::from_secs(30),
-            "server-everything listening",
-            || async {
-                tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .ok()
-                    .map(|_| ())
-            },
-        )
-        .await
-    };
-    let mut upstream = KillOnDrop(start_everything_http(port));
-    listening().await;
+    let mut upstream = start_everything_on("streamableHttp", port).await;
     let extra = format!(
         "monitoring: {{ health_check_interval: 10 }}\nproviders:\n  - {{ name: remote, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\", headers: {{ X-Trace: \"${{MHG_UNSET_VAR:-gateway}}\" }} }}\n"
     );
@@ -234,8 +209,7 @@ async fn streamable_http_upstream_down_and_back() {
     )
     .await;
     // It comes back on the same address: the gateway reconnects by itself.
-    upstream = KillOnDrop(start_everything_http(port));
-    listening().await;
+    upstream = start_everything_on("streamableHttp", port).await;
     eventually(
         Duration::from_secs(60),
         "calls through the restarted upstream",

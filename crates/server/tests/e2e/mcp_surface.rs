@@ -281,67 +281,6 @@ async fn browser_origins_are_checked() {
     assert!(ok.status().is_success(), "{}", ok.status());
 }
 
-/// A Streamable HTTP session driven by hand, JSON-RPC message by message.
-struct McpSession {
-    client: reqwest::Client,
-    url: String,
-    id: String,
-}
-
-impl McpSession {
-    async fn open(gw: &Gateway) -> McpSession {
-        let client = reqwest::Client::new();
-        let url = gw.url("/mcp");
-        let init = McpSession::send(&client, &url, None, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
-        .await;
-        let id = init.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let _ = init.text().await;
-        let session = McpSession { client, url, id };
-        session
-            .post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        session
-    }
-
-    async fn send(
-        client: &reqwest::Client,
-        url: &str,
-        session: Option<&str>,
-        body: Value,
-    ) -> reqwest::Response {
-        let mut request = client
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body);
-        if let Some(s) = session {
-            request = request.header("mcp-session-id", s);
-        }
-        request.send().await.unwrap()
-    }
-
-    async fn post(&self, body: Value) -> reqwest::Response {
-        McpSession::send(&self.client, &self.url, Some(&self.id), body).await
-    }
-
-    /// Posts a request and returns its JSON-RPC answer (from JSON or the SSE stream).
-    async fn ask(&self, body: Value) -> Value {
-        let text = self.post(body).await.text().await.unwrap();
-        if let Ok(message) = serde_json::from_str::<Value>(&text) {
-            return message;
-        }
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m.get("result").is_some() || m.get("error").is_some())
-            .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
-    }
-}
-
 fn sleep_call(id: u64, seconds: u64) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": seconds}}})
 }
@@ -516,21 +455,7 @@ async fn legacy_sse_sessions_are_checked() {
         .unwrap();
     assert_eq!(origin.status(), 403);
     // A real stream starts with the endpoint event naming the session's message URL.
-    let mut stream = client.get(gw.url("/sse")).send().await.unwrap();
-    assert_eq!(stream.headers()["content-type"], "text/event-stream");
-    let mut seen = String::new();
-    while !seen.contains("\n\n") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    assert!(
-        seen.starts_with("event: endpoint\ndata: /messages?sessionId="),
-        "{seen}"
-    );
+    let _ = open_sse(&gw).await;
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@
 //! a reconnect: while the server is down they fail at once with EXECUTION_ERROR.
 
 pub mod result;
+pub mod sse;
 pub mod stdio;
 pub mod streamable;
 
@@ -47,6 +48,8 @@ const STABLE_AFTER: Duration = Duration::from_secs(30);
 enum Endpoint {
     Stdio(StdioSpec),
     Http(HttpSpec),
+    /// The legacy HTTP+SSE transport: a `url` ending in `/sse`.
+    Sse(HttpSpec),
 }
 
 impl Endpoint {
@@ -54,6 +57,7 @@ impl Endpoint {
         match self {
             Endpoint::Stdio(s) => format!("stdio: {}", s.program),
             Endpoint::Http(h) => format!("streamable-http: {}", h.redacted_url()),
+            Endpoint::Sse(h) => format!("sse: {}", h.redacted_url()),
         }
     }
 }
@@ -108,7 +112,12 @@ impl McpProvider {
                 .map_err(error)?,
             ),
             (None, Some(url)) => {
-                Endpoint::Http(HttpSpec::new(url, &config.headers).map_err(error)?)
+                let spec = HttpSpec::new(url, &config.headers).map_err(error)?;
+                if sse::is_sse_url(&spec.url) {
+                    Endpoint::Sse(spec)
+                } else {
+                    Endpoint::Http(spec)
+                }
             }
             (None, None) => return Err(error("needs `command` or `url`".into())),
         };
@@ -340,7 +349,14 @@ impl Inner {
                 Endpoint::Http(spec) => handler
                     .serve(spec.transport())
                     .await
-                    .map_err(|e| format!("cannot connect to {}: {e}", spec.url)),
+                    .map_err(|e| format!("cannot connect to {}: {e}", spec.redacted_url())),
+                Endpoint::Sse(spec) => {
+                    let transport = sse::connect(spec).await?;
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("initialize failed: {e}"))
+                }
             }
         };
         let running = tokio::time::timeout(CONNECT_TIMEOUT, serving)

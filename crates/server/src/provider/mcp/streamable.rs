@@ -1,4 +1,5 @@
-//! Reaching an MCP server over Streamable HTTP: the endpoint and the headers sent with it.
+//! Reaching an MCP server over HTTP: the endpoint and the headers sent with it, and the
+//! Streamable HTTP transport (a `url` ending in `/sse` goes to [`super::sse`] instead).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -48,9 +49,8 @@ impl HttpSpec {
         }
     }
 
-    pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
-        let headers: HashMap<HeaderName, HeaderValue> = self
-            .headers
+    fn header_map(&self) -> HashMap<HeaderName, HeaderValue> {
+        self.headers
             .iter()
             .filter_map(|(k, v)| {
                 Some((
@@ -58,9 +58,24 @@ impl HttpSpec {
                     HeaderValue::try_from(v.as_str()).ok()?,
                 ))
             })
-            .collect();
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).custom_headers(headers);
+            .collect()
+    }
+
+    /// An HTTP client sending the configured headers with every request.
+    pub fn client(&self) -> reqwest::Result<reqwest::Client> {
+        reqwest::Client::builder()
+            .default_headers(self.header_map().into_iter().collect())
+            .build()
+    }
+
+    /// A Streamable HTTP transport; an upstream session that expires (404) is re-initialized
+    /// and the requests it refused are sent again — rmcp's `reinit_on_expired_session`, safe
+    /// because a 404 means the server never ran them.
+    pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+        let headers = self.header_map();
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .custom_headers(headers)
+            .reinit_on_expired_session(true);
         StreamableHttpClientTransport::from_config(config)
     }
 }

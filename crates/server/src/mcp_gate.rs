@@ -1,0 +1,350 @@
+//! What every MCP request passes before a transport handles it, for `/mcp` (as a layer in
+//! front of rmcp's Streamable HTTP service) and for the legacy `/sse` + `/messages`:
+//! DNS-rebinding protection (Host and Origin), the session rules of [`SessionBook`] (a bound
+//! on live sessions, 404 for a closed, expired or unknown session, no request before the
+//! handshake is done) and the refusal of a JSON-RPC id still running in its session.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use contract::ErrorCode as Code;
+use futures::StreamExt;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::McpSection;
+use crate::mcp_sessions::{SessionBook, SessionRefusal, SessionState, Transport};
+
+/// The shared state of the `/mcp` gate.
+#[derive(Clone)]
+pub struct McpGate {
+    pub book: SessionBook,
+    pub rules: Arc<McpSection>,
+    pub in_flight: InFlight,
+    pub max_body: usize,
+}
+
+/// The answer to a request its session cannot take, as a JSON-RPC error with our code.
+pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
+    let (status, code, rpc, state) = match refusal {
+        SessionRefusal::TooMany(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::ServiceUnavailable,
+            -32000,
+            None,
+        ),
+        SessionRefusal::Unknown => (StatusCode::NOT_FOUND, Code::NotFound, -32001, None),
+        SessionRefusal::Closed(_) => (
+            StatusCode::NOT_FOUND,
+            Code::NotFound,
+            -32001,
+            Some("closed"),
+        ),
+        SessionRefusal::Expired(..) => (
+            StatusCode::NOT_FOUND,
+            Code::NotFound,
+            -32001,
+            Some("expired"),
+        ),
+    };
+    let mut data = json!({"code": code, "retryable": true});
+    if let Some(state) = state {
+        data["session_state"] = json!(state);
+    }
+    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": rpc, "message": refusal.to_string(), "data": data,
+    }});
+    let mut response = (status, Json(answer)).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    response
+}
+
+/// The answer to a request sent before the handshake (`initialize`, then
+/// `notifications/initialized`) is done.
+pub fn not_initialized(id: Value) -> Response {
+    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32600,
+        "message": "Session not initialized: send notifications/initialized after the initialize answer, then retry",
+        "data": {"code": Code::InvalidRequest, "retryable": true},
+    }});
+    (StatusCode::BAD_REQUEST, Json(answer)).into_response()
+}
+
+/// Whether a message may come in a session that is `created` but not yet `initialized`:
+/// `initialize` itself (over SSE it comes in the session), notifications (the `initialized`
+/// one among them), `ping`, and answers to our requests.
+pub fn allowed_before_handshake(message: &Value) -> bool {
+    let is_request = message.get("method").is_some() && message.get("id").is_some();
+    !is_request || message["method"] == "ping" || message["method"] == "initialize"
+}
+
+/// `params.clientInfo` of an `initialize` request: (name, version).
+pub fn client_info(message: &Value) -> Option<(String, String)> {
+    let info = message.get("params")?.get("clientInfo")?;
+    Some((
+        info.get("name")?.as_str()?.to_owned(),
+        info.get("version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    ))
+}
+
+/// DNS-rebinding protection: the Host must be one of `mcp.allowed_hosts` and a browser's
+/// Origin one of `mcp.allowed_origins`.
+pub fn foreign_host_or_origin(rules: &McpSection, headers: &HeaderMap) -> Option<Response> {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    if !rules.allowed_hosts.iter().any(|h| h == name) {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                format!("Host '{host}' is not allowed"),
+            )
+                .into_response(),
+        );
+    }
+    if let Some(origin) = headers.get("origin").and_then(|o| o.to_str().ok())
+        && !origin_allowed(&rules.allowed_origins, origin)
+    {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                format!("Origin '{origin}' is not allowed"),
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+/// `scheme://host:port` against entries that may end in `:*` (any port).
+fn origin_allowed(allowed: &[String], origin: &str) -> bool {
+    allowed.iter().any(|entry| match entry.strip_suffix(":*") {
+        Some(prefix) => {
+            origin == prefix
+                || origin
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with(':'))
+        }
+        None => origin == entry,
+    })
+}
+
+/// The layer in front of rmcp's `/mcp`.
+pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> Response {
+    if let Some(refusal) = foreign_host_or_origin(&gate.rules, request.headers()) {
+        return refusal;
+    }
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let method = request.method().clone();
+    if method != Method::POST {
+        let Some(session) = session else {
+            return next.run(request).await;
+        };
+        if let Err(refusal) = gate.book.touch(&session) {
+            return session_refusal(&refusal, Value::Null);
+        }
+        let response = next.run(request).await;
+        if method == Method::DELETE && response.status().is_success() {
+            gate.book.close(&session);
+        }
+        return response;
+    }
+    let (parts, body) = request.into_parts();
+    // Read within limits.max_body_bytes, as every other body of the service.
+    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let message = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    let id = message
+        .get("method")
+        .and(message.get("id"))
+        .filter(|id| !id.is_null())
+        .cloned();
+    let Some(session) = session else {
+        if message["method"] != "initialize" {
+            return next.run(request).await; // rmcp: a session id is required
+        }
+        if let Err(refusal) = gate.book.admit() {
+            return session_refusal(&refusal, id.unwrap_or_default());
+        }
+        let response = next.run(request).await;
+        if let Some(issued) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            gate.book
+                .open(issued, Transport::StreamableHttp, client_info(&message));
+        }
+        return response;
+    };
+    match gate.book.touch(&session) {
+        Err(refusal) => return session_refusal(&refusal, id.unwrap_or_default()),
+        Ok(SessionState::Created) if !allowed_before_handshake(&message) => {
+            return not_initialized(id.unwrap_or_default());
+        }
+        Ok(_) => {}
+    }
+    if message["method"] == "notifications/initialized" {
+        let response = next.run(request).await;
+        if response.status().is_success() {
+            gate.book.initialized(&session);
+        }
+        return response;
+    }
+    let Some(id) = id else {
+        return next.run(request).await;
+    };
+    let Some(running) = Running::claim(&gate.in_flight, (session, id.to_string())) else {
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32600,
+            "message": format!("Duplicate request id {id}: a request with this id is still running in this session"),
+            "data": {"code": Code::InvalidRequest, "retryable": false},
+        }});
+        return Json(answer).into_response();
+    };
+    let (parts, body) = next.run(request).await.into_parts();
+    // The id stays taken until the answer's stream has been sent (or dropped).
+    let running = Arc::new(running);
+    let body = body.into_data_stream().map(move |chunk| {
+        let _held = &running;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// Expires idle sessions every [`SessionBook::sweep_period`] until `stop`, ending rmcp's
+/// side of each expired Streamable HTTP session (an SSE session ends on its record's token);
+/// at `stop` every session is closed.
+pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(book.sweep_period());
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => {
+                    book.close_all();
+                    return;
+                }
+                _ = tick.tick() => {
+                    for record in book.sweep(chrono::Utc::now()) {
+                        if record.transport == Transport::StreamableHttp {
+                            let _ = rmcp.close_session(&record.session_id.clone().into()).await;
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The JSON-RPC requests running now, by (session, id): a second request with an id still
+/// running in its session is refused before rmcp sees it (rmcp routes answers by id, so a
+/// duplicate would get no answer at all).
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<Mutex<HashSet<(String, String)>>>);
+
+/// Holds a request's place in [`InFlight`] for as long as it runs.
+struct Running {
+    in_flight: InFlight,
+    key: (String, String),
+}
+
+impl Running {
+    fn claim(in_flight: &InFlight, key: (String, String)) -> Option<Running> {
+        let fresh = in_flight
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone());
+        fresh.then(|| Running {
+            in_flight: in_flight.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.in_flight
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_with_any_port() {
+        let allowed = vec![
+            "http://localhost:*".to_owned(),
+            "https://app.example:443".to_owned(),
+        ];
+        assert!(origin_allowed(&allowed, "http://localhost:5173"));
+        assert!(origin_allowed(&allowed, "http://localhost"));
+        assert!(origin_allowed(&allowed, "https://app.example:443"));
+        assert!(!origin_allowed(&allowed, "http://localhost.evil:80"));
+        assert!(!origin_allowed(&allowed, "https://evil.example"));
+    }
+
+    #[test]
+    fn only_notifications_and_ping_precede_the_handshake() {
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
+        assert!(!allowed_before_handshake(&call));
+        assert!(allowed_before_handshake(&ping));
+        assert!(allowed_before_handshake(&done));
+        assert!(allowed_before_handshake(&answer));
+        assert!(allowed_before_handshake(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+        ));
+    }
+
+    #[test]
+    fn client_info_is_read_from_initialize() {
+        let init = json!({"method": "initialize", "params": {"clientInfo": {"name": "cursor", "version": "2.1"}}});
+        assert_eq!(
+            client_info(&init),
+            Some(("cursor".to_owned(), "2.1".to_owned()))
+        );
+        assert_eq!(client_info(&json!({"method": "initialize"})), None);
+    }
+
+    #[test]
+    fn gone_sessions_answer_404_and_too_many_503() {
+        let gone = session_refusal(&SessionRefusal::Expired("s".into(), 60), json!(4));
+        assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+        let full = session_refusal(&SessionRefusal::TooMany(2), Value::Null);
+        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(full.headers().contains_key(header::RETRY_AFTER));
+    }
+}
