@@ -166,9 +166,12 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         if let Err(refusal) = gate.book.touch(&session) {
             return session_refusal(&refusal, Value::Null);
         }
-        let response = next.run(request).await;
+        let mut response = next.run(request).await;
         if method == Method::DELETE && response.status().is_success() {
             gate.book.close(&session);
+            // rmcp answers 202; clients (the Python SDK among them) expect 200 or 204 for a
+            // session that is ended, and warn otherwise.
+            *response.status_mut() = StatusCode::OK;
         }
         return response;
     }

@@ -74,7 +74,7 @@ async fn a_session_is_created_then_initialized_then_closed_and_gone() {
         .send()
         .await
         .unwrap();
-    assert!(ended.status().is_success());
+    assert_eq!(ended.status(), 200);
     let gone = session.post(list_tools(5)).await;
     assert_eq!(gone.status(), 404);
     let gone: Value = gone.json().await.unwrap();

@@ -45,6 +45,9 @@ async fn real_client_round(transport: &str) {
     );
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(seen["server_name"], "over-mcp");
+    // Ending the session at exit is answered as the SDK expects (no warning).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Session termination failed"), "{stderr}");
     let rest: Vec<String> = get(&gw, "/tools").await.body["data"]["tools"]
         .as_array()
         .unwrap()
