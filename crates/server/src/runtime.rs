@@ -33,11 +33,12 @@ impl ConfigSource {
 pub enum RuntimeError {
     #[error(transparent)]
     Service(#[from] ServiceError),
-    #[error("service '{service}': cannot listen on {addr}: {source}")]
+    // `error`, not `source`: the message already says it, and a source would print it twice.
+    #[error("service '{service}': cannot listen on {addr}: {error}")]
     Bind {
         service: String,
         addr: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
@@ -65,15 +66,15 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
         );
         let listener = TcpListener::bind(&addr)
             .await
-            .map_err(|source| RuntimeError::Bind {
+            .map_err(|error| RuntimeError::Bind {
                 service: service.name.clone(),
                 addr: addr.clone(),
-                source,
+                error,
             })?;
-        let local = listener.local_addr().map_err(|source| RuntimeError::Bind {
+        let local = listener.local_addr().map_err(|error| RuntimeError::Bind {
             service: service.name.clone(),
             addr: addr.clone(),
-            source,
+            error,
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
         let app = crate::http::router(service.clone(), mcp_stop.clone())

@@ -163,3 +163,28 @@ async fn two_providers_with_one_tool_name_refuse_to_start() {
         "{logs}"
     );
 }
+
+#[tokio::test]
+async fn a_port_in_use_is_said_once_and_exits_1() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("busy.yaml");
+    std::fs::write(&config, service_yaml("busy", port, "providers: []\n")).unwrap();
+    let args = vec![
+        "serve".into(),
+        "--config".into(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let mut gw = Gateway::spawn_with(args, port, dir, config, &[]);
+    let status = gw.wait_exit(Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(1));
+    let logs = gw.logs();
+    assert!(
+        logs.contains(&format!(
+            "service 'busy': cannot listen on 127.0.0.1:{port}"
+        )),
+        "{logs}"
+    );
+    assert_eq!(logs.matches("Address already in use").count(), 1, "{logs}");
+}

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Owns the LaunchAgent plists: renders launchd/service.plist.template into one
+# <label prefix>.<service>.plist per service, so that the plists cannot drift from each other.
+# launchd/install.sh calls it with the installation's paths; with --reference it renders the
+# committed example plists in launchd/ (for a user whose home is /Users/you), and --check says
+# whether those are up to date. Runs on bash 3.2 (macOS) and later.
+set -euo pipefail
+# bash 5.2 would make "&" in ${var//pattern/replacement} stand for the match.
+shopt -u patsub_replacement 2>/dev/null || true
+
+here="$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd -P "$here/.." && pwd)"
+template="$here/service.plist.template"
+
+DEFAULT_SERVICES="ai-gateway code-graph-rag seekr docwell"
+DEFAULT_LABEL_PREFIX="com.mcp-http-gateway"
+REFERENCE_HOME="/Users/you"
+# Seconds launchd waits between two launches of a job: a crash loop restarts within this, but
+# does not spin.
+THROTTLE_SECONDS=3
+
+usage() {
+  cat <<EOF
+Usage: launchd/render-plists.sh [OPTIONS]
+
+Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, one per service.
+
+  --out DIR            Where the plists go (default: launchd/ of this checkout).
+  --prefix DIR         The installation: DIR/bin/mcp-http-gateway, DIR/config/<service>.yaml;
+                       also the working directory (default ~/.local/share/mcp-http-gateway).
+  --log-dir DIR        Logs: DIR/<service>.log, stdout and stderr (default
+                       ~/Library/Logs/mcp-http-gateway).
+  --label-prefix P     Job labels P.<service> (default $DEFAULT_LABEL_PREFIX).
+  --services "A B"     The services (default "$DEFAULT_SERVICES").
+  --config-src DIR     Where to read each service's limits.shutdown_grace_ms, which sets
+                       ExitTimeOut (grace + 1 s) (default: config/ of this checkout).
+  --env-file FILE      KEY=VALUE lines added to each job's EnvironmentVariables (PATH replaces
+                       the default PATH). Values are taken literally.
+  --path VALUE         PATH for the jobs. Default: the folders of node, npx, uv, uvx and python3
+                       as found on the current PATH, then ~/.local/bin, /opt/homebrew/bin,
+                       /usr/local/bin, /usr/bin, /bin, /usr/sbin, /sbin.
+  --home DIR           The home folder the defaults above are under (default \$HOME).
+  --reference          Render the committed examples: --home $REFERENCE_HOME, no PATH lookup,
+                       into launchd/.
+  --check              Render the committed examples into a temporary folder and compare them
+                       with launchd/*.plist; exit 1 and show the difference when they drifted.
+  -h, --help           This text.
+EOF
+}
+
+die() { echo "render-plists: $*" >&2; exit 1; }
+die_usage() { echo "render-plists: $*" >&2; echo "Run with --help for usage." >&2; exit 2; }
+
+out="" prefix="" log_dir="" label_prefix="$DEFAULT_LABEL_PREFIX" services="$DEFAULT_SERVICES"
+config_src="$repo/config" env_file="" path_value="" home="${HOME:-}" reference=0 check=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --out | --prefix | --log-dir | --label-prefix | --services | --config-src | --env-file | --path | --home)
+      [ $# -ge 2 ] || die_usage "$1 needs a value"
+      case "$1" in
+        --out) out="$2" ;;
+        --prefix) prefix="$2" ;;
+        --log-dir) log_dir="$2" ;;
+        --label-prefix) label_prefix="$2" ;;
+        --services) services="$2" ;;
+        --config-src) config_src="$2" ;;
+        --env-file) env_file="$2" ;;
+        --path) path_value="$2" ;;
+        --home) home="$2" ;;
+      esac
+      shift
+      ;;
+    --reference) reference=1 ;;
+    --check) check=1 ;;
+    *) die_usage "unknown argument '$1'" ;;
+  esac
+  shift
+done
+
+if [ "$check" -eq 1 ]; then
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/render-plists.XXXXXX")"
+  trap 'rm -rf "$scratch"' EXIT
+  "$0" --reference --out "$scratch" >/dev/null
+  drift=0
+  for f in "$scratch"/*.plist; do
+    committed="$here/$(basename "$f")"
+    if [ ! -f "$committed" ]; then
+      echo "render-plists: $committed is missing (run launchd/render-plists.sh --reference)" >&2
+      drift=1
+    elif ! diff -u "$committed" "$f" >&2; then
+      echo "render-plists: $committed drifted from the template (run launchd/render-plists.sh --reference)" >&2
+      drift=1
+    fi
+  done
+  for f in "$here"/*.plist; do
+    [ -e "$f" ] || continue
+    if [ ! -f "$scratch/$(basename "$f")" ]; then
+      echo "render-plists: $f is not rendered from the template any more; remove it" >&2
+      drift=1
+    fi
+  done
+  [ "$drift" -eq 0 ] && echo "render-plists: the committed plists match the template"
+  exit "$drift"
+fi
+
+[[ "$label_prefix" =~ ^[A-Za-z0-9][A-Za-z0-9.-]*$ ]] || die "label prefix '$label_prefix' may hold letters, digits, '.' and '-'"
+[ -n "$home" ] || die "no home folder: set HOME or give --home"
+if [ "$reference" -eq 1 ]; then
+  home="$REFERENCE_HOME"
+  out="${out:-$here}"
+fi
+out="${out:-$here}"
+prefix="${prefix:-$home/.local/share/mcp-http-gateway}"
+log_dir="${log_dir:-$home/Library/Logs/mcp-http-gateway}"
+
+# PATH: where the MCP servers' runtimes are, then the usual places.
+if [ -z "$path_value" ]; then
+  dirs=()
+  if [ "$reference" -eq 0 ]; then
+    for tool in node npx uv uvx python3; do
+      found="$(command -v "$tool" 2>/dev/null || true)"
+      case "$found" in /*) dirs+=("$(dirname "$found")") ;; esac
+    done
+  fi
+  dirs+=("$home/.local/bin" /opt/homebrew/bin /usr/local/bin /usr/bin /bin /usr/sbin /sbin)
+  for d in "${dirs[@]}"; do
+    case ":$path_value:" in *":$d:"*) ;; *) path_value="${path_value:+$path_value:}$d" ;; esac
+  done
+fi
+
+# Extra environment: KEY=VALUE lines, comments and blank lines skipped, one pair of surrounding
+# quotes removed (as systemd's EnvironmentFile= does).
+env_keys=() env_values=()
+if [ -n "$env_file" ]; then
+  [ -f "$env_file" ] || die "env file $env_file does not exist"
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in '' | '#'*) continue ;; esac
+    key="${line%%=*}"
+    value="${line#*=}"
+    if [ "$key" = "$line" ] || ! [[ "$key" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+      die "$env_file: not a KEY=VALUE line: $line"
+    fi
+    case "$value" in
+      \"*\") value="${value#\"}"; value="${value%\"}" ;;
+      \'*\') value="${value#\'}"; value="${value%\'}" ;;
+    esac
+    if [ "$key" = PATH ]; then
+      path_value="$value"
+    else
+      env_keys+=("$key")
+      env_values+=("$value")
+    fi
+  done <"$env_file"
+fi
+
+xml_escape() {
+  local s="$1"
+  s="${s//&/&amp;}"
+  s="${s//</&lt;}"
+  s="${s//>/&gt;}"
+  s="${s//\"/&quot;}"
+  s="${s//\'/&apos;}"
+  printf '%s' "$s"
+}
+
+extra_env=""
+i=0
+while [ "$i" -lt "${#env_keys[@]}" ]; do
+  extra_env="$extra_env		<key>$(xml_escape "${env_keys[$i]}")</key>
+		<string>$(xml_escape "${env_values[$i]}")</string>
+"
+  i=$((i + 1))
+done
+
+# limits.shutdown_grace_ms of a service's config (5000 when unset or unreadable).
+grace_ms() {
+  local g=""
+  if [ -f "$config_src/$1.yaml" ]; then
+    g="$(awk '
+      /^[^ \t#]/ { in_limits = ($0 ~ /^limits:[ \t]*(#.*)?$/); next }
+      in_limits && /^[ \t]+shutdown_grace_ms:/ { v = $0; sub(/^[^:]*:[ \t]*/, "", v); sub(/[ \t]*(#.*)?$/, "", v); print v; exit }
+    ' "$config_src/$1.yaml")"
+  fi
+  case "$g" in '' | *[!0-9]*) g=5000 ;; esac
+  echo "$g"
+}
+
+[ -f "$template" ] || die "template $template is missing"
+unknown="$(grep -o '@[A-Z_]*@' "$template" | sort -u |
+  grep -v -x -e @LABEL@ -e @BINARY@ -e @CONFIG@ -e @WORKDIR@ -e @PATH@ -e @EXTRA_ENV@ \
+    -e @THROTTLE@ -e @EXIT_TIMEOUT@ -e @LOG@ | tr '\n' ' ' || true)"
+[ -z "$unknown" ] || die "$template has placeholders this script does not fill: $unknown"
+grep -q "$(printf '^@EXTRA_ENV@\t</dict>$')" "$template" ||
+  die "$template: @EXTRA_ENV@ must open the line that closes EnvironmentVariables"
+mkdir -p "$out"
+for service in $services; do
+  [[ "$service" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "'$service' is not a service name"
+  label="$label_prefix.$service"
+  target="$out/$label.plist"
+  grace="$(grace_ms "$service")"
+  # Placeholders are replaced by plain string search (no regex, no '&' surprises), each value
+  # XML-escaped.
+  R_LABEL="$(xml_escape "$label")" \
+  R_BINARY="$(xml_escape "$prefix/bin/mcp-http-gateway")" \
+  R_CONFIG="$(xml_escape "$prefix/config/$service.yaml")" \
+  R_WORKDIR="$(xml_escape "$prefix")" \
+  R_PATH="$(xml_escape "$path_value")" \
+  R_EXTRA_ENV="$extra_env" \
+  R_THROTTLE="$THROTTLE_SECONDS" \
+  R_EXIT_TIMEOUT="$(((grace + 999) / 1000 + 1))" \
+  R_LOG="$(xml_escape "$log_dir/$service.log")" \
+    awk '
+      function put(line, name, value,   at, done, token) {
+        token = "@" name "@"; done = ""
+        while ((at = index(line, token)) > 0) {
+          done = done substr(line, 1, at - 1) value
+          line = substr(line, at + length(token))
+        }
+        return done line
+      }
+      {
+        line = $0
+        if (line == "@EXTRA_ENV@\t</dict>") { printf "%s", ENVIRON["R_EXTRA_ENV"]; line = "\t</dict>" }
+        line = put(line, "LABEL", ENVIRON["R_LABEL"])
+        line = put(line, "BINARY", ENVIRON["R_BINARY"])
+        line = put(line, "CONFIG", ENVIRON["R_CONFIG"])
+        line = put(line, "WORKDIR", ENVIRON["R_WORKDIR"])
+        line = put(line, "PATH", ENVIRON["R_PATH"])
+        line = put(line, "THROTTLE", ENVIRON["R_THROTTLE"])
+        line = put(line, "EXIT_TIMEOUT", ENVIRON["R_EXIT_TIMEOUT"])
+        line = put(line, "LOG", ENVIRON["R_LOG"])
+        print line
+      }' "$template" >"$target.tmp"
+  mv -f "$target.tmp" "$target"
+  echo "$target"
+done
