@@ -4,6 +4,8 @@
 //! `code` present, `data` absent. The constructors are the only way to build one, so the
 //! invariant holds by construction.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -17,7 +19,8 @@ pub struct Envelope {
     pub success: bool,
     /// The result; present exactly when `success` is true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    #[schema(value_type = Option<Value>)]
+    pub data: Option<Arc<Value>>,
     /// A human-readable message; present exactly when `success` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -36,11 +39,17 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// A successful answer carrying `data`.
-    pub fn ok(data: Value, request_id: String, timestamp: String, meta: Option<Meta>) -> Self {
+    /// A successful answer carrying `data` (shared: a cached answer, such as GET /tools's, is
+    /// serialised without being copied first).
+    pub fn ok(
+        data: impl Into<Arc<Value>>,
+        request_id: String,
+        timestamp: String,
+        meta: Option<Meta>,
+    ) -> Self {
         Envelope {
             success: true,
-            data: Some(data),
+            data: Some(data.into()),
             error: None,
             code: None,
             request_id,

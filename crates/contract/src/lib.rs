@@ -1,6 +1,7 @@
 //! The HTTP contract every mcp-http-gateway service speaks: the response envelope, the table of
 //! error codes and their HTTP statuses, the request and response bodies, and the OpenAPI 3.1
-//! document built from them. This crate does no I/O; the server, the conformance tester and the
+//! document built from them, and the check of a call's arguments against its tool's schema.
+//! This crate does no I/O; the server, the conformance tester and the
 //! wrapper generator all depend on it so there is one definition of each rule.
 
 pub mod envelope;
@@ -8,11 +9,13 @@ pub mod error_code;
 pub mod health;
 pub mod openapi;
 pub mod tool;
+pub mod validation;
 
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{DependencyState, DependencyStatus, HealthResponse, HealthStatus};
 pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
+pub use validation::ArgumentValidator;
 
 /// The header that carries the request id in both directions.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -1,10 +1,11 @@
-//! Checking a call's arguments against the tool's input schema before the provider runs.
+//! Checking a call's arguments against the tool's input schema before the provider runs — the
+//! contract's INVALID_ARGUMENTS rule, in one place for the server and its benchmarks.
 //!
 //! Schemas are compiled once per tool (when the tool list is built) and reused for every call.
 //! The `jsonschema` crate is built without its resolvers, so a `$ref` to a remote or local file
 //! is an error, never a network or disk read.
 
-use contract::ValidationIssue;
+use crate::ValidationIssue;
 use serde_json::Value;
 
 /// A compiled input schema.

@@ -155,7 +155,7 @@ fn default_api_keys_env() -> String {
 }
 
 fn default_rate_limit() -> AtLeast<10> {
-    AtLeast(1000)
+    AtLeast(50_000)
 }
 
 impl Default for SecuritySection {
@@ -860,7 +860,7 @@ mod tests {
         assert_eq!(c.service.host, "127.0.0.1");
         assert_eq!(c.limits.max_body_bytes.0, 1_048_576);
         assert_eq!(c.limits.call_timeout_ms.0, 30_000);
-        assert_eq!(c.security.rate_limit.0, 1000);
+        assert_eq!(c.security.rate_limit.0, 50_000);
         assert_eq!(c.monitoring.health_check_interval.0, 30);
         assert_eq!(c.logging.format, LogFormat::Json);
     }

@@ -17,7 +17,6 @@ mod registry;
 mod runtime;
 mod service;
 mod service_doc;
-mod validation;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use contract::ToolSchema;
 
 use crate::provider::Provider;
-use crate::validation::ArgumentValidator;
+use contract::ArgumentValidator;
 
 /// One tool: who runs it and how to check its arguments.
 pub struct RegisteredTool {

@@ -10,8 +10,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use contract::{
-    DependencyState, DependencyStatus, ErrorCode, HealthResponse, HealthStatus, ToolsResponse,
-    ValidationIssue,
+    DependencyState, DependencyStatus, ErrorCode, HealthResponse, HealthStatus, ToolSchema,
+    ToolsResponse, ValidationIssue,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -26,6 +26,9 @@ use crate::service_doc::{Limits, service_document};
 
 /// How long one dependency check may take when /health asks.
 const CHECK_BUDGET: Duration = Duration::from_secs(1);
+/// Dependency checks are shared by the GET /health requests of this long: under load the
+/// endpoint answers from one check per second instead of pinging every upstream per request.
+const CHECK_SHARED_FOR: Duration = Duration::from_secs(1);
 
 /// Why a service could not start or reload.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +70,8 @@ struct ToolSet {
     providers: Vec<Arc<dyn Provider>>,
     registry: ToolRegistry,
     openapi: Arc<Value>,
+    /// GET /tools's `data`, built once per tool list rather than per request.
+    tools_data: Arc<Value>,
 }
 
 /// The settings a request reads, replaced together on reload.
@@ -150,6 +155,15 @@ pub struct Service {
     tools_changed: Arc<Notify>,
     /// Bumped whenever the tool list that clients see changes (MCP sessions watch it).
     tool_list_version: tokio::sync::watch::Sender<u64>,
+    /// The last dependency checks: when, for which tool set, what they said. The lock also
+    /// makes concurrent requests wait for one check rather than each running its own.
+    last_checks: tokio::sync::Mutex<Option<LastChecks>>,
+}
+
+struct LastChecks {
+    at: Instant,
+    toolset: Arc<ToolSet>,
+    dependencies: BTreeMap<String, DependencyStatus>,
 }
 
 /// Counts a call as active for as long as it lives.
@@ -177,11 +191,13 @@ impl Service {
                 providers,
                 registry: ToolRegistry::default(),
                 openapi,
+                tools_data: Arc::new(tools_data(&name, &version, &[])),
             })),
             settings: RwLock::new(Arc::new(Settings::new(config))),
             active_calls: AtomicU64::new(0),
             tools_changed,
             tool_list_version: tokio::sync::watch::channel(0).0,
+            last_checks: tokio::sync::Mutex::new(None),
             name,
             version,
         }))
@@ -282,10 +298,12 @@ impl Service {
             registry.tools(),
             limits,
         ));
+        let tools_data = Arc::new(tools_data(&self.name, &self.version, registry.tools()));
         *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet {
             providers,
             registry,
             openapi,
+            tools_data,
         });
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);
@@ -329,6 +347,11 @@ impl Service {
             tools = self.toolset().registry.tools().len(), "configuration reloaded"
         );
         Ok(())
+    }
+
+    /// GET /tools's `data`, shared.
+    pub fn tools_data(&self) -> Arc<Value> {
+        self.toolset().tools_data.clone()
     }
 
     pub fn tools_response(&self) -> ToolsResponse {
@@ -419,8 +442,7 @@ impl Service {
     }
 
     pub async fn health(&self) -> HealthResponse {
-        let providers = self.toolset().providers.clone();
-        let dependencies = check_all(&providers).await;
+        let dependencies = self.dependency_checks().await;
         let phase = self.lifecycle.phase();
         let status = match phase {
             Phase::Running
@@ -451,6 +473,26 @@ impl Service {
         }
     }
 
+    /// Every dependency's status, checked now or by a request less than [`CHECK_SHARED_FOR`]
+    /// ago (for the same tool set: a reload checks again).
+    async fn dependency_checks(&self) -> BTreeMap<String, DependencyStatus> {
+        let toolset = self.toolset();
+        let mut last = self.last_checks.lock().await;
+        if let Some(last) = last.as_ref()
+            && last.at.elapsed() < CHECK_SHARED_FOR
+            && Arc::ptr_eq(&last.toolset, &toolset)
+        {
+            return last.dependencies.clone();
+        }
+        let dependencies = check_all(&toolset.providers).await;
+        *last = Some(LastChecks {
+            at: Instant::now(),
+            toolset,
+            dependencies: dependencies.clone(),
+        });
+        dependencies
+    }
+
     /// Stops taking requests (they answer 503); in-flight ones are left to finish.
     pub fn begin_shutdown(&self) {
         self.lifecycle.set(Phase::ShuttingDown);
@@ -463,6 +505,16 @@ impl Service {
         futures::future::join_all(providers.iter().map(|p| p.shutdown())).await;
         self.lifecycle.set(Phase::Stopped);
     }
+}
+
+/// GET /tools's `data`: the service, its version and its tools.
+fn tools_data(name: &str, version: &str, tools: &[ToolSchema]) -> Value {
+    serde_json::to_value(ToolsResponse {
+        service: name.to_owned(),
+        version: version.to_owned(),
+        tools: tools.to_vec(),
+    })
+    .unwrap_or(Value::Null)
 }
 
 fn limits_of(config: &ServiceConfig) -> Limits {

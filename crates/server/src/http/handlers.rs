@@ -16,7 +16,7 @@ use crate::provider::JsonObject;
 use crate::service::Service;
 
 pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok(serde_json::to_value(service.tools_response()).unwrap_or(Value::Null))
+    Reply::ok_shared(service.tools_data())
 }
 
 pub async fn call_tool(

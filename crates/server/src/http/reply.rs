@@ -20,7 +20,7 @@ use crate::service::Service;
 /// An answer waiting for its envelope.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    pub outcome: Result<Value, (ErrorCode, String)>,
+    pub outcome: Result<Arc<Value>, (ErrorCode, String)>,
     /// Boxed: `meta` can carry a whole health report, and a `Reply` is often an `Err`.
     pub meta: Box<Meta>,
     /// A request id from the body, which wins over the header's.
@@ -31,6 +31,16 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok(data: Value) -> Self {
+        Reply {
+            outcome: Ok(Arc::new(data)),
+            meta: Box::default(),
+            request_id: None,
+            retry_after: None,
+        }
+    }
+
+    /// A successful answer whose data is shared (cached), not copied.
+    pub fn ok_shared(data: Arc<Value>) -> Self {
         Reply {
             outcome: Ok(data),
             meta: Box::default(),

@@ -1,0 +1,104 @@
+//! The reports of a run: `summary.md` (a table per phase and the verdicts, fit for a CI job
+//! summary), `summary.json` (the same for scripts); goose writes its HTML report per phase.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::attack::{PhaseResult, Stats};
+use crate::plan::ScenarioKind;
+use crate::verdict::Verdict;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub url: String,
+    pub scenario: ScenarioKind,
+    pub tool: Option<String>,
+    pub phases: Vec<PhaseResult>,
+    pub verdicts: Vec<Verdict>,
+    pub latency_floor_ms: f64,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.verdicts.iter().all(|v| v.passed)
+    }
+
+    pub fn summary_markdown(&self) -> String {
+        let mut md = format!(
+            "## Load test of {} — {}\n\nScenario `{}`{}. Latency is time to the first byte of \
+             the answer; a request fails if its status or envelope is not what that call should \
+             give.\n",
+            self.url,
+            if self.passed() { "PASSED" } else { "FAILED" },
+            serde_json::to_value(self.scenario)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            self.tool
+                .as_ref()
+                .map(|t| format!(", tool `{t}`"))
+                .unwrap_or_default(),
+        );
+        for phase in &self.phases {
+            md.push_str(&format!(
+                "\n### {} — {} user{}, {:.1} s\n\n| request | requests | rps | p50 ms | p95 ms | p99 ms | max ms | failures |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                phase.phase,
+                phase.users,
+                if phase.users == 1 { "" } else { "s" },
+                phase.seconds
+            ));
+            for row in phase.endpoints.iter().chain([&phase.total]) {
+                md.push_str(&table_row(row));
+            }
+            for (error, count) in &phase.errors {
+                md.push_str(&format!("\n- {count} × {error}"));
+            }
+            if !phase.errors.is_empty() {
+                md.push('\n');
+            }
+        }
+        md.push_str("\n### Verdicts\n\n| verdict | result | measured |\n|---|---|---|\n");
+        for v in &self.verdicts {
+            md.push_str(&format!(
+                "| {} | {} | {} |\n",
+                v.name,
+                if v.passed { "pass" } else { "**FAIL**" },
+                v.detail
+            ));
+        }
+        md.push_str(&format!(
+            "\nThe degradation verdict compares against max(baseline p95, {} ms): below that \
+             floor a baseline is scheduling noise, and a multiple of it would fail a fast service \
+             for nothing.\n",
+            self.latency_floor_ms
+        ));
+        md
+    }
+
+    /// Writes `summary.md` and `summary.json` into `dir`.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let md = dir.join("summary.md");
+        std::fs::write(&md, self.summary_markdown())
+            .with_context(|| format!("writing {}", md.display()))?;
+        let json = dir.join("summary.json");
+        let mut value = serde_json::to_value(self)?;
+        value["passed"] = self.passed().into();
+        std::fs::write(&json, serde_json::to_string_pretty(&value)?)
+            .with_context(|| format!("writing {}", json.display()))?;
+        Ok(())
+    }
+}
+
+fn table_row(s: &Stats) -> String {
+    let name = if s.name == "all" {
+        "**all**".to_owned()
+    } else {
+        s.name.clone()
+    };
+    format!(
+        "| {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} |\n",
+        s.requests, s.rps, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms, s.failures
+    )
+}

@@ -1,0 +1,142 @@
+//! The `loadtest` binary against a real gateway (a service with no providers: GET /tools and
+//! GET /health only), briefly: the reports are written, a verdict that cannot pass exits 1, a
+//! service that does not answer exits 2. (The real runs, 10 s per phase against the shipped
+//! services, are scripts/loadtest-ci.sh.)
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A binary of this workspace, beside this test's own (target/<profile>/).
+fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        bin.exists(),
+        "{} is not built: run `cargo build -p mcp-http-gateway` (cargo test --workspace does)",
+        bin.display()
+    );
+    bin
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn loadtest(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadtest"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn verdicts_reports_and_exit_codes() {
+    let work = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = work.path().join("bare.yaml");
+    std::fs::write(
+        &config,
+        format!("service: {{ name: bare, port: {port} }}\nproviders: []\n"),
+    )
+    .unwrap();
+    let _gateway = Killed(
+        Command::new(workspace_bin("mcp-http-gateway"))
+            .args(["serve", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reqwest::blocking::get(format!("{url}/health")).is_err() {
+        assert!(Instant::now() < deadline, "the gateway did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Generous budgets: passes, with every report written.
+    let report = work.path().join("ok");
+    let (code, output) = loadtest(&[
+        "--url",
+        &url,
+        "--users",
+        "4",
+        "--run-time",
+        "1s",
+        "--scenario",
+        "tools",
+        "--budget-p95-ms",
+        "5000",
+        "--latency-floor-ms",
+        "2500",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{output}");
+    for file in ["baseline.html", "load.html", "summary.md", "summary.json"] {
+        assert!(report.join(file).is_file(), "{file} missing");
+    }
+    let passed = summary(&report);
+    assert_eq!(passed["passed"], true);
+    assert_eq!(passed["phases"][1]["users"], 4);
+    let requests = passed["phases"][1]["total"]["requests"].as_u64().unwrap();
+    assert!(requests > 0);
+    assert_eq!(passed["phases"][1]["total"]["failures"], 0);
+    assert!(output.contains("| GET /tools |"), "{output}");
+
+    // A budget no service meets: exit 1, the verdict says what was measured.
+    let report = work.path().join("strict");
+    let (code, output) = loadtest(&[
+        "--url",
+        &url,
+        "--users",
+        "2",
+        "--run-time",
+        "1s",
+        "--scenario",
+        "health",
+        "--budget-p95-ms",
+        "0.0001",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{output}");
+    let failed = summary(&report);
+    assert_eq!(failed["passed"], false);
+    assert_eq!(failed["verdicts"][1]["passed"], false);
+    assert_eq!(failed["verdicts"][0]["passed"], true, "no request failed");
+
+    // A call scenario on a service without tools says so; nothing listening: exit 2.
+    let (code, output) = loadtest(&["--url", &url, "--run-time", "1s", "--scenario", "call"]);
+    assert_eq!(code, 2);
+    assert!(output.contains("no tool of this service"), "{output}");
+    let (code, output) = loadtest(&["--url", &format!("http://127.0.0.1:{}", free_port())]);
+    assert_eq!(code, 2);
+    assert!(output.contains("cannot reach"), "{output}");
+}

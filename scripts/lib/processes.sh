@@ -1,0 +1,28 @@
+# shellcheck shell=bash
+# Sourced by scripts that start servers for a while (loadtest-ci.sh, perf.sh): a scratch folder
+# ($work), the background processes to stop on exit ($pids, plus an ArcadeDB in $work/bolt), free
+# loopback ports, and waiting for an HTTP endpoint.
+
+work="$(mktemp -d)"
+pids=()
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  scripts/bolt-db.sh stop --data "$work/bolt" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http URL SECONDS: until URL answers 2xx; status 1 after SECONDS.
+wait_http() {
+  local deadline=$((SECONDS + $2))
+  until curl -fsS -o /dev/null "$1" 2>/dev/null; do
+    ((SECONDS <= deadline)) || return 1
+    sleep 0.05
+  done
+}
