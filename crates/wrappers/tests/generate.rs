@@ -1,0 +1,384 @@
+//! `mcp-wrappers generate` against a live gateway serving two services — the demo bridging
+//! server-everything and mcp-server-time, and code-graph-rag's Cypher tools on ArcadeDB with
+//! the fixture graph — plus a registered service that is down. The generated bash scripts,
+//! Python client and CLI are run for real; every script passes shellcheck and the Python
+//! mypy --strict; `--check` notices a schema changed by a reload.
+//!
+//! Needs the gateway binary built (`cargo test --workspace` builds it) and the tools
+//! `scripts/test.sh` installs (MCP servers, ArcadeDB, shellcheck, mypy).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A binary of this workspace, beside this test's own (target/<profile>/).
+fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        bin.exists(),
+        "{} is not built: run `cargo build -p mcp-http-gateway` (cargo test --workspace does)",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn poll<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// ArcadeDB with the fixture graph, started and stopped by scripts/bolt-db.sh.
+struct BoltDb {
+    data: PathBuf,
+    url: String,
+}
+
+impl BoltDb {
+    fn start(dir: &Path) -> BoltDb {
+        let data = dir.join("bolt");
+        let out = Command::new(repo().join("scripts/bolt-db.sh"))
+            .args(["start", "--port", "0", "--data"])
+            .arg(&data)
+            .arg("--load")
+            .arg(repo().join("crates/server/tests/fixtures/code_graph.cypher"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "bolt-db: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("BOLT_URL="))
+            .unwrap()
+            .to_owned();
+        BoltDb { data, url }
+    }
+}
+
+impl Drop for BoltDb {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/bolt-db.sh"))
+            .args(["stop", "--data"])
+            .arg(&self.data)
+            .output();
+    }
+}
+
+/// A shipped service configuration with its port replaced.
+fn shipped(file: &str, port: u16, dir: &Path) {
+    let text = std::fs::read_to_string(repo().join("config").join(file)).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("  port:") {
+                format!("  port: {port}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(dir.join(file), text.join("\n") + "\n").unwrap();
+}
+
+fn generate(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-wrappers"))
+        .arg("generate")
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap(), stderr)
+}
+
+fn run(program: &Path, args: &[&str]) -> Output {
+    Command::new(program).args(args).output().unwrap()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn generated_wrappers_work_against_a_live_gateway() {
+    let work = tempfile::tempdir().unwrap();
+    let bolt = BoltDb::start(work.path());
+    let config = work.path().join("config");
+    std::fs::create_dir(&config).unwrap();
+    let (demo_port, graph_port) = (free_port(), free_port());
+    shipped("everything.yaml", demo_port, &config);
+    shipped("code-graph-rag.yaml", graph_port, &config);
+    let deps = repo().join(".deps");
+    let gateway = Killed(
+        Command::new(workspace_bin("mcp-http-gateway"))
+            .args(["serve", "--config-dir"])
+            .arg(&config)
+            .env(
+                "MCP_EVERYTHING_JS",
+                deps.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+            )
+            .env("MCP_SERVER_TIME", deps.join("venv/bin/mcp-server-time"))
+            .env("CODE_GRAPH_BOLT_URI", &bolt.url)
+            .env("CODE_GRAPH_BOLT_USER", "root")
+            .env("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let client = reqwest::blocking::Client::new();
+    for port in [demo_port, graph_port] {
+        poll(
+            Duration::from_secs(60),
+            "the services to be healthy",
+            || {
+                let health: Value = client
+                    .get(format!("http://127.0.0.1:{port}/health"))
+                    .send()
+                    .ok()?
+                    .json()
+                    .ok()?;
+                (health["data"]["status"] == "healthy").then_some(())
+            },
+        );
+    }
+    let registry = work.path().join("services.yaml");
+    std::fs::write(
+        &registry,
+        format!(
+            "services:\n  - {{ name: everything, url: \"http://127.0.0.1:{demo_port}\" }}\n  - {{ name: code-graph-rag, url: \"http://127.0.0.1:{graph_port}\" }}\n  - {{ name: down, url: \"http://127.0.0.1:{}\" }}\n  - {{ name: off, url: \"http://127.0.0.1:1\", enabled: false }}\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = work.path().join("wrappers");
+    let (registry_arg, out_arg) = (registry.to_str().unwrap(), out.to_str().unwrap());
+
+    // A service that is down: the others are generated, the exit code says partial.
+    let (code, stderr) = generate(&["--registry", registry_arg, "--out", out_arg]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("warning: down ("), "{stderr}");
+    assert!(
+        !stderr.contains("off"),
+        "a disabled service is not generated: {stderr}"
+    );
+    assert!(!out.join("down").exists());
+    let demo = out.join("everything");
+    let graph = out.join("code-graph-rag");
+    let tools: Value = client
+        .get(format!("http://127.0.0.1:{demo_port}/tools"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        files_in(&demo.join("scripts")).len(),
+        tools["data"]["tools"].as_array().unwrap().len()
+    );
+    assert_eq!(
+        files_in(&demo.join("commands")).len(),
+        tools["data"]["tools"].as_array().unwrap().len()
+    );
+    assert!(demo.join("skills/everything/SKILL.md").is_file());
+
+    // Both live services, timed (reported, not asserted: see docs/wrappers.md).
+    let live = ["--service", "everything", "--service", "code-graph-rag"];
+    let started = Instant::now();
+    let (code, stderr) =
+        generate(&[&["--registry", registry_arg, "--out", out_arg], &live[..]].concat());
+    eprintln!(
+        "generated 2 services in {} ms",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("0 added, 0 changed, 0 removed"), "{stderr}");
+
+    // A bash script, for real: arguments with quotes, newlines, $(…) and unicode arrive intact.
+    let message = "héllo \"quoted\" 'single' $(rm -rf /) `x`\nline ✓";
+    let echoed = stdout_json(&run(&demo.join("scripts/echo.sh"), &[message]));
+    assert_eq!(echoed["content"][0]["text"], format!("Echo: {message}"));
+    let projects = stdout_json(&run(&graph.join("scripts/list_projects.sh"), &[]));
+    let names: Vec<&str> = projects["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["qualified_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["shop", "toolkit"]);
+    let symbols = stdout_json(&run(&graph.join("scripts/find_symbol.sh"), &["save"]));
+    assert_eq!(
+        symbols["symbols"][0]["qualified_name"],
+        "shop.app.repo.OrderRepo.save"
+    );
+    // Failures: a usage error, and the service's INVALID_ARGUMENTS with its code on stderr.
+    let usage = run(&demo.join("scripts/get_sum.sh"), &["two", "40"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let invalid = run(
+        &demo.join("scripts/get_sum.sh"),
+        &["--json", r#"{"a": "x", "b": 1}"#],
+    );
+    assert_eq!(invalid.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&invalid.stderr).contains("INVALID_ARGUMENTS"));
+    let help = run(&demo.join("scripts/get_sum.sh"), &["--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: get_sum.sh"));
+
+    // The Python client, for real.
+    let python = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys\n\
+             sys.path.insert(0, sys.argv[1])\n\
+             from code_graph_rag_client import CodeGraphRagClient, InvalidArgumentsError\n\
+             c = CodeGraphRagClient()\n\
+             rows = c.query_callers('shop.app.infra.util.log', max_depth=1).data['callers']\n\
+             try:\n    c.query_callers('x', max_depth=99)\n    bad = None\n\
+             except InvalidArgumentsError as e:\n    bad = [e.code, len(e.request_id)]\n\
+             print(json.dumps({'first': rows[0]['qualified_name'], 'bad': bad}))",
+        )
+        .arg(graph.join("python"))
+        .output()
+        .unwrap();
+    let seen = stdout_json(&python);
+    assert_eq!(seen["first"], "shop.app.infra.db.connect");
+    assert_eq!(seen["bad"], serde_json::json!(["INVALID_ARGUMENTS", 36]));
+
+    // The CLI, for real.
+    let sum = stdout_json(&run(&demo.join("cli/everything"), &["get-sum", "2", "40"]));
+    assert!(
+        sum["content"][0]["text"].as_str().unwrap().contains("42"),
+        "{sum}"
+    );
+
+    // shellcheck every script; mypy --strict the Python module and CLI of both services.
+    let scripts: Vec<PathBuf> = [&demo, &graph]
+        .iter()
+        .flat_map(|s| files_in(&s.join("scripts")))
+        .collect();
+    let shellcheck = Command::new("shellcheck").args(&scripts).output().unwrap();
+    assert!(
+        shellcheck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shellcheck.stdout)
+    );
+    let mypy = deps.join("wrappers-venv/bin/mypy");
+    assert!(
+        mypy.exists(),
+        "mypy is installed by scripts/install-test-tools.sh"
+    );
+    for service in [&demo, &graph] {
+        for file in files_in(&service.join("python"))
+            .into_iter()
+            .chain(files_in(&service.join("cli")))
+        {
+            let checked = Command::new(&mypy)
+                .args(["--strict", "--no-incremental", "--cache-dir", "/dev/null"])
+                .arg(&file)
+                .env("MYPYPATH", service.join("python"))
+                .output()
+                .unwrap();
+            assert!(
+                checked.status.success(),
+                "mypy --strict {}:\n{}",
+                file.display(),
+                String::from_utf8_lossy(&checked.stdout)
+            );
+        }
+    }
+
+    // --check: nothing to do now; after a reload changes a schema, the drift is found.
+    let check = |expect: i32| {
+        let (code, stderr) = generate(
+            &[
+                &["--registry", registry_arg, "--out", out_arg, "--check"],
+                &live[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(code, expect, "{stderr}");
+        stderr
+    };
+    check(0);
+    let graph_config = config.join("code-graph-rag.yaml");
+    let text = std::fs::read_to_string(&graph_config).unwrap();
+    let changed = text.replacen("The projects in the graph", "Every project in the graph", 1);
+    assert_ne!(text, changed);
+    std::fs::write(&graph_config, changed).unwrap();
+    let reload = Command::new("kill")
+        .args(["-HUP", &gateway.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(reload.success());
+    poll(Duration::from_secs(20), "the reload", || {
+        let tools: Value = client
+            .get(format!("http://127.0.0.1:{graph_port}/tools"))
+            .send()
+            .ok()?
+            .json()
+            .ok()?;
+        tools.to_string().contains("Every project").then_some(())
+    });
+    let drift = check(1);
+    assert!(
+        drift.contains("changed: ") && drift.contains("list_projects.sh"),
+        "{drift}"
+    );
+    // Regenerating brings the files up to date.
+    let (code, stderr) =
+        generate(&[&["--registry", registry_arg, "--out", out_arg], &live[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    check(0);
+    drop(gateway);
+}
