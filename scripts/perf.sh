@@ -7,8 +7,10 @@
 #  - the same tool calls made directly against the MCP servers (rmcp client, example
 #    mcp_direct), so the gateway's own overhead is a number;
 #  - a bare axum server (example hello_axum) as the ceiling;
-#  - idle and loaded (peak) RSS per service, time from start to the four shipped services
-#    answering /health, time from SIGTERM to exit with 100 calls in flight;
+#  - idle and loaded (peak) RSS per service (the four shipped ones without backends, the demo
+#    and code-graph-rag with theirs), time from start to the four shipped services answering
+#    /health (one process, and one process each), time from SIGTERM to exit with 100 calls in
+#    flight;
 #  - the goose suite (crates/loadtest) against the demo and code-graph-rag services.
 # Results: target/perf/results.md (and the loadtest reports beside it).
 #
@@ -20,7 +22,7 @@ duration=10
 while (($#)); do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "perf: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +68,31 @@ for f in "$four"/*.yaml; do wait_http "http://127.0.0.1:$(port_of "$f")/health" 
 up_ms=$(( $(now_ms) - started ))
 kill -TERM "$four_pid"; wait "$four_pid" || true
 { echo; echo "## Start"; echo; echo "The four shipped services (one process, \`serve --config-dir\`, no backends so degraded): all answer /health ${up_ms} ms after start."; } >>"$results"
+
+# --- the four shipped services as separate processes (as services-manager.sh runs them), no
+# backends: start time, idle RSS, and RSS after 5 s of GET /tools + GET /health at 100 connections.
+started=$(now_ms)
+declare -A own_pid
+for f in "$four"/*.yaml; do
+  name="$(basename "$f" .yaml)"
+  "$gateway" serve --config "$f" >"$work/own-$name.log" 2>&1 &
+  own_pid[$name]=$!; pids+=("$!")
+done
+for f in "$four"/*.yaml; do wait_http "http://127.0.0.1:$(port_of "$f")/health" 30; done
+own_up_ms=$(( $(now_ms) - started ))
+{
+  echo; echo "As four processes (one per service): all answer /health ${own_up_ms} ms after start."
+  echo; echo "| shipped service, no backend (own process) | RSS idle | RSS peak after GET /tools + /health, 100 connections |"
+  echo "|---|---:|---:|"
+} >>"$results"
+for f in "$four"/*.yaml; do
+  name="$(basename "$f" .yaml)"; pid="${own_pid[$name]}"; url="http://127.0.0.1:$(port_of "$f")"
+  idle=$(rss_kb "$pid")
+  wrk -t2 -c100 -d5s "$url/tools" >/dev/null
+  wrk -t2 -c100 -d5s "$url/health" >/dev/null
+  echo "| $name | $((idle / 1024)) MiB | $(( $(peak_kb "$pid") / 1024 )) MiB |" >>"$results"
+  kill -TERM "$pid"; wait "$pid" || true
+done
 
 # --- the services under test, one process each (RSS per service).
 eval "$(scripts/bolt-db.sh start --port 0 --data "$work/bolt" --load crates/server/tests/fixtures/code_graph.cypher | grep -E '^BOLT_(URL|USER)=')"
