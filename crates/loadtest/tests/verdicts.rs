@@ -3,41 +3,12 @@
 //! service that does not answer exits 2. (The real runs, 10 s per phase against the shipped
 //! services, are scripts/loadtest-ci.sh.)
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A binary of this workspace, beside this test's own (target/<profile>/).
-fn workspace_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build -p mcp-http-gateway` (cargo test --workspace does)",
-        bin.display()
-    );
-    bin
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use testkit::{Killed, free_port, poll, workspace_bin};
 
 fn loadtest(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_loadtest"))
@@ -74,11 +45,11 @@ fn verdicts_reports_and_exit_codes() {
             .unwrap(),
     );
     let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while reqwest::blocking::get(format!("{url}/health")).is_err() {
-        assert!(Instant::now() < deadline, "the gateway did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll(Duration::from_secs(30), "the gateway to start", || {
+        reqwest::blocking::get(format!("{url}/health"))
+            .ok()
+            .map(|_| ())
+    });
 
     // Generous budgets: passes, with every report written.
     let report = work.path().join("ok");

@@ -7,59 +7,12 @@
 //! Needs the gateway binary built (`cargo test --workspace` builds it) and the tools
 //! `scripts/test.sh` installs (MCP servers, ArcadeDB, shellcheck, mypy).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// A binary of this workspace, beside this test's own (target/<profile>/).
-fn workspace_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build -p mcp-http-gateway` (cargo test --workspace does)",
-        bin.display()
-    );
-    bin
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn poll<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use testkit::{Killed, free_port, poll, repo, workspace_bin};
 
 /// ArcadeDB with the fixture graph, started and stopped by scripts/bolt-db.sh.
 struct BoltDb {
