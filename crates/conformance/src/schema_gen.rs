@@ -106,12 +106,7 @@ fn of_type(kind: &str, schema: &Value, root: &Value, depth: u32) -> BoxedStrateg
         }
         "string" => string(schema),
         "array" => {
-            let min = schema["minItems"].as_u64().unwrap_or(0) as usize;
-            let max = schema["maxItems"]
-                .as_u64()
-                .map(|m| m as usize)
-                .unwrap_or(min + 4)
-                .max(min);
+            let (min, max) = size_bounds(schema, "minItems", "maxItems", 4);
             let max = if depth >= MAX_DEPTH { min } else { max };
             let items = schema
                 .get("items")
@@ -147,13 +142,20 @@ fn integer_bounds(schema: &Value) -> (i64, i64) {
     }
 }
 
-fn string(schema: &Value) -> BoxedStrategy<Value> {
-    let min = schema["minLength"].as_u64().unwrap_or(0) as usize;
-    let max = schema["maxLength"]
+/// A size range from a schema's `min*`/`max*` keywords: at least 0, and up to `span` more than
+/// the minimum when there is no maximum.
+fn size_bounds(schema: &Value, min_key: &str, max_key: &str, span: usize) -> (usize, usize) {
+    let min = schema[min_key].as_u64().unwrap_or(0) as usize;
+    let max = schema[max_key]
         .as_u64()
         .map(|m| m as usize)
-        .unwrap_or(min + 16)
+        .unwrap_or(min + span)
         .max(min);
+    (min, max)
+}
+
+fn string(schema: &Value) -> BoxedStrategy<Value> {
+    let (min, max) = size_bounds(schema, "minLength", "maxLength", 16);
     if let Some(format) = schema["format"].as_str() {
         let fixed = match format {
             "date-time" => Some("2026-01-01T12:00:00Z"),

@@ -26,6 +26,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::service::Service;
 
+/// The tools as MCP `tools/list` lists them (built once per tool list, see `Service`).
+pub fn mcp_tools(tools: &[contract::ToolSchema]) -> Vec<Tool> {
+    tools
+        .iter()
+        .filter_map(|t| {
+            let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+            if let Some(annotations) = &t.annotations {
+                tool["annotations"] = annotations.clone();
+            }
+            serde_json::from_value::<Tool>(tool).ok()
+        })
+        .collect()
+}
+
 /// One MCP session's view of the service.
 #[derive(Clone)]
 pub struct McpBridge {
@@ -238,19 +252,7 @@ impl ServerHandler for McpBridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
-            .service
-            .tools_response()
-            .tools
-            .into_iter()
-            .filter_map(|t| {
-                let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
-                if let Some(annotations) = t.annotations {
-                    tool["annotations"] = annotations;
-                }
-                serde_json::from_value::<Tool>(tool).ok()
-            })
-            .collect();
+        let tools = self.service.mcp_tools().as_ref().clone();
         Ok(ListToolsResult::with_all_items(tools))
     }
 

@@ -72,6 +72,8 @@ struct ToolSet {
     openapi: Arc<Value>,
     /// GET /tools's `data`, built once per tool list rather than per request.
     tools_data: Arc<Value>,
+    /// The same tools as MCP `tools/list` answers them, also built once per tool list.
+    mcp_tools: Arc<Vec<rmcp::model::Tool>>,
 }
 
 /// The settings a request reads, replaced together on reload.
@@ -192,6 +194,7 @@ impl Service {
                 registry: ToolRegistry::default(),
                 openapi,
                 tools_data: Arc::new(tools_data(&name, &version, &[])),
+                mcp_tools: Arc::default(),
             })),
             settings: RwLock::new(Arc::new(Settings::new(config))),
             active_calls: AtomicU64::new(0),
@@ -299,11 +302,13 @@ impl Service {
             limits,
         ));
         let tools_data = Arc::new(tools_data(&self.name, &self.version, registry.tools()));
+        let mcp_tools = Arc::new(crate::mcp_surface::mcp_tools(registry.tools()));
         *self.toolset.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(ToolSet {
             providers,
             registry,
             openapi,
             tools_data,
+            mcp_tools,
         });
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);
@@ -354,12 +359,9 @@ impl Service {
         self.toolset().tools_data.clone()
     }
 
-    pub fn tools_response(&self) -> ToolsResponse {
-        ToolsResponse {
-            service: self.name.clone(),
-            version: self.version.clone(),
-            tools: self.toolset().registry.tools().to_vec(),
-        }
+    /// The tools as MCP `tools/list` lists them, shared.
+    pub fn mcp_tools(&self) -> Arc<Vec<rmcp::model::Tool>> {
+        self.toolset().mcp_tools.clone()
     }
 
     /// The connected MCP servers behind the service, in provider order.

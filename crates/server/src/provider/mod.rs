@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use contract::{DependencyStatus, ErrorCode, ToolSchema};
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
@@ -124,8 +125,17 @@ pub trait Provider: Send + Sync {
         None
     }
 
-    /// Stops background work and releases what the provider holds (children included).
-    fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// Stops background work and releases what the provider holds (children included);
+    /// nothing to do for a provider whose dependency is a shared pool or client.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        futures::future::ready(()).boxed()
+    }
+}
+
+/// A dependency's status with the provider's `setup_hint` added to its error.
+pub fn with_setup_hint(mut status: DependencyStatus, hint: Option<&str>) -> DependencyStatus {
+    status.error = status.error.map(|e| with_hint(&e, hint));
+    status
 }
 
 /// `message` followed by what to start, when the provider's config says (`setup_hint`).

@@ -794,3 +794,12 @@ pub async fn open_sse(gw: &Gateway) -> (reqwest::Response, String) {
         .to_owned();
     (stream, endpoint)
 }
+
+/// Polls GET /health until dependency `name` reports `state`; that /health answer.
+pub async fn until_dependency(gw: &Gateway, name: &str, state: &str, within: Duration) -> Answer {
+    eventually(within, &format!("{name} reported {state}"), || async {
+        let health = get(gw, "/health").await;
+        (health.body["data"]["dependencies"][name]["status"] == state).then_some(health)
+    })
+    .await
+}

@@ -143,15 +143,7 @@ async fn ai_gateway_against_an_openai_compatible_server() {
     // start; it comes back on the same port and everything works again.
     let port = llm.port;
     drop(llm);
-    let health = eventually(
-        Duration::from_secs(20),
-        "llm reported unavailable",
-        || async {
-            let h = get(&gw, "/health").await;
-            (h.body["data"]["dependencies"]["llm"]["status"] == "unavailable").then_some(h)
-        },
-    )
-    .await;
+    let health = until_dependency(&gw, "llm", "unavailable", Duration::from_secs(20)).await;
     assert_eq!(health.body["data"]["status"], "degraded");
     let error = health.body["data"]["dependencies"]["llm"]["error"]
         .as_str()

@@ -199,15 +199,7 @@ async fn streamable_http_upstream_down_and_back() {
     let a = call(&gw, "echo", json!({"message": "anyone?"})).await;
     a.assert_envelope();
     assert_eq!(a.code(), "EXECUTION_ERROR", "{}", a.body);
-    eventually(
-        Duration::from_secs(30),
-        "remote reported unavailable",
-        || async {
-            let h = get(&gw, "/health").await;
-            (h.body["data"]["dependencies"]["remote"]["status"] == "unavailable").then_some(())
-        },
-    )
-    .await;
+    until_dependency(&gw, "remote", "unavailable", Duration::from_secs(30)).await;
     // It comes back on the same address: the gateway reconnects by itself.
     upstream = start_everything_on("streamableHttp", port).await;
     eventually(

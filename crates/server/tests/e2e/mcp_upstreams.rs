@@ -169,16 +169,10 @@ async fn a_legacy_sse_upstream_is_bridged_lost_and_found_again() {
 
     // Down: the dependency says so, naming the transport; calls fail fast.
     drop(upstream);
-    let down = eventually(
-        Duration::from_secs(20),
-        "the upstream seen down",
-        || async {
-            let health = get(&gw, "/health").await;
-            let legacy = health.body["data"]["dependencies"]["legacy"].clone();
-            (legacy["status"] == "unavailable").then_some(legacy)
-        },
-    )
-    .await;
+    let down = until_dependency(&gw, "legacy", "unavailable", Duration::from_secs(20))
+        .await
+        .body["data"]["dependencies"]["legacy"]
+        .clone();
     assert!(
         down["error"]
             .as_str()

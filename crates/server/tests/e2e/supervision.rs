@@ -96,15 +96,7 @@ async fn calls_fail_fast_while_the_child_is_down() {
     // SAFETY: kill(2) on the gateway's child.
     unsafe { libc::kill(child as i32, libc::SIGKILL) };
 
-    let health = eventually(
-        Duration::from_secs(10),
-        "the dependency to be reported unavailable",
-        || async {
-            let h = get(&gw, "/health").await;
-            (h.body["data"]["dependencies"]["flaky"]["status"] == "unavailable").then_some(h)
-        },
-    )
-    .await;
+    let health = until_dependency(&gw, "flaky", "unavailable", Duration::from_secs(10)).await;
     assert_eq!(health.status, 200);
     assert_eq!(health.body["data"]["status"], "degraded");
     assert!(

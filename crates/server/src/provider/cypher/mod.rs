@@ -137,21 +137,17 @@ impl Provider for CypherProvider {
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
-            let mut status = self.database.check().await;
-            status.error = status
-                .error
-                .map(|e| super::with_hint(&e, self.setup_hint.as_deref()));
-            vec![(self.database.name.clone(), status)]
+            let status = self.database.check().await;
+            vec![(
+                self.database.name.clone(),
+                super::with_setup_hint(status, self.setup_hint.as_deref()),
+            )]
         }
         .boxed()
     }
 
     fn dependency_name(&self) -> &str {
         &self.database.name
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        futures::future::ready(()).boxed()
     }
 }
 

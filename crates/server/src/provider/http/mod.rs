@@ -360,21 +360,17 @@ impl Provider for HttpProvider {
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
-            let mut status = self.api.check().await;
-            status.error = status
-                .error
-                .map(|e| super::with_hint(&e, self.config.setup_hint.as_deref()));
-            vec![(self.api.name.clone(), status)]
+            let status = self.api.check().await;
+            vec![(
+                self.api.name.clone(),
+                super::with_setup_hint(status, self.config.setup_hint.as_deref()),
+            )]
         }
         .boxed()
     }
 
     fn dependency_name(&self) -> &str {
         &self.api.name
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        futures::future::ready(()).boxed()
     }
 }
 

@@ -209,12 +209,7 @@ impl Provider for McpProvider {
     }
 
     fn missing_tools_reason(&self) -> Option<String> {
-        let connected = self
-            .inner
-            .peer
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some();
+        let connected = self.inner.current_peer().is_some();
         let never_listed = self
             .inner
             .tools
@@ -222,14 +217,7 @@ impl Provider for McpProvider {
             .unwrap_or_else(|p| p.into_inner())
             .is_empty();
         (!connected && never_listed).then(|| {
-            let why = self
-                .inner
-                .status
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .error
-                .clone()
-                .unwrap_or_default();
+            let why = self.inner.current_status().error.unwrap_or_default();
             format!(
                 "MCP server '{}' is not connected, so its tools are not listed: {why}",
                 self.inner.name
@@ -525,13 +513,7 @@ impl Inner {
     ) -> Result<Value, ToolError> {
         let peer = self.current_peer();
         let Some(peer) = peer else {
-            let why = self
-                .status
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .error
-                .clone()
-                .unwrap_or_default();
+            let why = self.current_status().error.unwrap_or_default();
             return Err(ToolError::Unavailable(format!(
                 "Dependency unavailable: MCP server '{}' is not connected: {why}",
                 self.name
