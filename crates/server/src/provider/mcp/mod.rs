@@ -295,13 +295,14 @@ impl Inner {
                 }
                 Err(why) => Ended::Lost(why),
             };
-            self.first_attempt_done.send_replace(true);
             let Ended::Lost(why) = ended else { break };
             tracing::warn!(
                 service = %self.service, provider = %self.name, retry_in_ms = backoff.as_millis() as u64,
                 "MCP server unavailable: {why}"
             );
             self.set_unavailable(format!("{why}; retrying in {} ms", backoff.as_millis()));
+            // Only now: whoever waits for the first attempt must find its outcome recorded.
+            self.first_attempt_done.send_replace(true);
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = stopped(&mut stop) => break,
