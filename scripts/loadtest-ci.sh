@@ -68,12 +68,11 @@ wait_http "http://127.0.0.1:$litellm_port/health/liveliness" 90 || {
 
 # The shipped configuration, each service on a free port.
 mkdir -p "$work/config"
-declare -A port_of
+declare -A port_by_service
 for file in config/*.yaml; do
   name="$(basename "$file" .yaml)"
   [[ "$name" == services ]] && continue
-  port_of[$name]="$(free_port)"
-  sed -E "s/^(  port: )[0-9]+/\1${port_of[$name]}/" "$file" >"$work/config/$name.yaml"
+  port_by_service[$name]="$(port_of "$(shipped_config "$name" "$work/config")")"
 done
 MCP_EVERYTHING_JS="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js" \
 MCP_SERVER_TIME="$root/.deps/venv/bin/mcp-server-time" \
@@ -82,8 +81,8 @@ CODE_GRAPH_BOLT_URI="$BOLT_URL" CODE_GRAPH_BOLT_USER="$BOLT_USER" \
 CODE_GRAPH_BOLT_PASSWORD="${BOLT_PASSWORD:-code-graph-rag}" \
   "$gateway" serve --config-dir "$work/config" >"$work/gateway.log" 2>&1 &
 pids+=($!)
-for name in "${!port_of[@]}"; do
-  wait_http "http://127.0.0.1:${port_of[$name]}/health" 60 || {
+for name in "${!port_by_service[@]}"; do
+  wait_http "http://127.0.0.1:${port_by_service[$name]}/health" 60 || {
     echo "loadtest-ci: $name did not answer /health:" >&2; tail -20 "$work/gateway.log" >&2; exit 2
   }
 done
@@ -92,9 +91,9 @@ mkdir -p "$out"
 summary="$out/summary.md"
 echo "# Load tests (${run_time} per phase, ${users} users, ${profile} build${extra[*]:+, ${extra[*]}})" >"$summary"
 status=0
-for name in $(printf '%s\n' "${!port_of[@]}" | sort); do
+for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   if ((${#only[@]})) && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
-  url="http://127.0.0.1:${port_of[$name]}"
+  url="http://127.0.0.1:${port_by_service[$name]}"
   health="$(curl -fsS "$url/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"])')"
   if [[ "$health" != healthy ]]; then
     printf '\n## %s — skipped (%s here)\n' "$name" "$health" | tee -a "$summary"

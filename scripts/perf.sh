@@ -50,13 +50,7 @@ export MCP_SERVER_TIME="$deps/venv/bin/mcp-server-time"
 } >"$results"
 
 # A shipped config on a free port, in $work/config-<name>/.
-config_for() { # name -> path
-  local name="$1" port dir
-  port="$(free_port)"; dir="$work/config-$name"; mkdir -p "$dir"
-  sed -E "s/^(  port: )[0-9]+/\1$port/" "config/$name.yaml" >"$dir/$name.yaml"
-  echo "$dir/$name.yaml"
-}
-port_of() { awk '/^  port:/ {print $2; exit}' "$1"; }
+config_for() { shipped_config "$1" "$work/config-$1"; }
 
 # --- start to healthy: the four shipped services, one process, no backends (degraded is up).
 four="$work/four"; mkdir -p "$four"

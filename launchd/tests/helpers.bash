@@ -34,6 +34,17 @@ gateway_bin() {
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# timed_run COMMAND...: bats' `run`, also setting $elapsed to its wall time in ms and printing
+# $output (shown when the test fails).
+timed_run() {
+  local t0
+  t0="$(now_ms)"
+  run "$@"
+  elapsed=$(($(now_ms) - t0))
+  # shellcheck disable=SC2154 # $output is set by bats' run
+  echo "$output"
+}
+
 # Is something listening on 127.0.0.1:PORT?
 port_busy() {
   if command -v ss >/dev/null 2>&1; then

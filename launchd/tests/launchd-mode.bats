@@ -4,6 +4,7 @@
 # environment, working directory, log file), so the plists and the manager's launchctl
 # commands (bootstrap, print, bootout) are exercised end to end: start -> up -> status ->
 # logs -> a killed job is RED -> restart -> stop -> nothing left. The tests run in order.
+# shellcheck disable=SC2154 # $elapsed is set by timed_run (helpers.bash)
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -33,12 +34,8 @@ teardown_file() {
 job_pid() { launchctl print "gui/$(id -u)/com.mcp-http-gateway.$1" | sed -n 's/^\tpid = //p'; }
 
 @test "launchd mode: start bootstraps each plist and waits for /health" {
-  local t0 elapsed
-  t0="$(now_ms)"
-  run "$MANAGER" start
-  elapsed=$(($(now_ms) - t0))
+  timed_run "$MANAGER" start
   echo "# launchd mode: start of 5 services took $elapsed ms" >&3
-  echo "$output"
   [ "$status" -eq 0 ]
   [ "$elapsed" -lt 10000 ]
   [[ "$output" == *"all 5 up in"* ]]
@@ -84,12 +81,8 @@ job_pid() { launchctl print "gui/$(id -u)/com.mcp-http-gateway.$1" | sed -n 's/^
 }
 
 @test "launchd mode: stop boots every job out within 5 s, nothing left" {
-  local t0 elapsed
-  t0="$(now_ms)"
-  run "$MANAGER" stop
-  elapsed=$(($(now_ms) - t0))
+  timed_run "$MANAGER" stop
   echo "# launchd mode: stop of 5 services took $elapsed ms" >&3
-  echo "$output"
   [ "$status" -eq 0 ]
   [ "$elapsed" -lt 5000 ]
   for s in $SERVICES; do

@@ -31,12 +31,8 @@ ENABLED="ai-gateway code-graph-rag seekr docwell probe"
 pid_of() { cat "$MCP_GATEWAY_STATE_DIR/run/$1.pid"; }
 
 @test "start: every enabled service answers /health within 10 s (SC-005); the disabled one is left alone" {
-  local t0 elapsed
-  t0="$(now_ms)"
-  run "$MANAGER" start
-  elapsed=$(($(now_ms) - t0))
+  timed_run "$MANAGER" start
   echo "# start of 5 services took $elapsed ms" >&3
-  echo "$output"
   [ "$status" -eq 0 ]
   [[ "$output" == *"all 5 up in"* ]]
   for s in ai-gateway code-graph-rag seekr docwell; do
@@ -181,12 +177,8 @@ pid_of() { cat "$MCP_GATEWAY_STATE_DIR/run/$1.pid"; }
 }
 
 @test "stop: every service gone within 5 s (SC-007), no process left, status RED" {
-  local t0 elapsed
-  t0="$(now_ms)"
-  run "$MANAGER" stop
-  elapsed=$(($(now_ms) - t0))
+  timed_run "$MANAGER" stop
   echo "# stop of 5 services took $elapsed ms" >&3
-  echo "$output"
   [ "$status" -eq 0 ]
   [ "$elapsed" -lt 5000 ]
   for s in $ENABLED; do [[ "$output" == *"$s: stopped (pid "* ]]; done
@@ -255,7 +247,7 @@ pid_of() { cat "$MCP_GATEWAY_STATE_DIR/run/$1.pid"; }
 }
 
 @test "stop: a gateway that ignores SIGTERM gets SIGKILL after its grace period, and it is said" {
-  local dir="$BATS_TEST_TMPDIR/stubborn" port pid t0 elapsed
+  local dir="$BATS_TEST_TMPDIR/stubborn" port pid elapsed
   mkdir -p "$dir"
   port="$(free_ports 1)"
   printf 'service:\n  name: stubborn\n  port: %s\n  host: 127.0.0.1\nlimits:\n  shutdown_grace_ms: 300\n' "$port" >"$dir/stubborn.yaml"
@@ -286,10 +278,7 @@ EOF
   pid="$(pid_of stubborn)"
   # Its child, in a process group of its own (as the gateway puts its MCP servers).
   [ -n "$(ps -A -o pid= -o sid= -o pgid= | awk -v g="$pid" '$2 == g && $3 != g')" ]
-  t0="$(now_ms)"
-  run "$MANAGER" stop --config-dir "$dir"
-  elapsed=$(($(now_ms) - t0))
-  echo "$output"
+  timed_run "$MANAGER" stop --config-dir "$dir"
   [ "$status" -eq 0 ]
   [[ "$output" == *"stubborn: did not exit within its grace period (300 ms + 1 s) after SIGTERM: sent SIGKILL to pid $pid"* ]]
   [[ "$output" == *"left in the session of pid $pid: sending SIGTERM"* ]]

@@ -26,3 +26,13 @@ wait_http() {
     sleep 0.05
   done
 }
+
+# shipped_config NAME DIR: config/NAME.yaml copied to DIR/NAME.yaml with a free port; prints the path.
+shipped_config() {
+  mkdir -p "$2"
+  sed -E "s/^(  port: )[0-9]+/\1$(free_port)/" "config/$1.yaml" >"$2/$1.yaml"
+  echo "$2/$1.yaml"
+}
+
+# port_of FILE: the service port of a service config.
+port_of() { awk '/^  port:/ {print $2; exit}' "$1"; }
