@@ -8,6 +8,8 @@ pub mod envelope;
 pub mod error_code;
 pub mod health;
 pub mod openapi;
+pub mod registry;
+pub mod service_document;
 pub mod tool;
 pub mod validation;
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use wrappers::generate::{self, Kind};
-use wrappers::registry::{Entry, Registry};
+use wrappers::registry::Entry;
 use wrappers::{context, fetch};
 
 /// Generates clients for the tools of mcp-http-gateway services — bash scripts, a Python
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
 /// Generates every selected service; a service that fails is reported and skipped.
 fn generate_all(args: &GenerateArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
-    let registry = Registry::load(&args.registry)?;
+    let registry = wrappers::registry::load(&args.registry)?;
     let services = registry.select(&args.services)?;
     let env = generate::environment(args.templates.as_deref())?;
     let mut kinds = if args.types.is_empty() {

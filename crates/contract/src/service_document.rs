@@ -2,7 +2,7 @@
 //! operation per tool (`POST /tools/<name>`, the tool's input schema as the request body), so
 //! a client generated from it has a typed method per tool.
 
-use contract::ToolSchema;
+use crate::ToolSchema;
 use serde_json::{Value, json};
 
 /// The limits a client needs to know, published as `x-limits` at the document's root.
@@ -19,7 +19,7 @@ pub fn service_document(
     tools: &[ToolSchema],
     limits: Limits,
 ) -> Value {
-    let mut doc = contract::openapi::document_json();
+    let mut doc = crate::openapi::document_json();
     doc["info"]["title"] = json!(format!("{service} (mcp-http-gateway)"));
     doc["info"]["version"] = json!(version);
     doc["x-limits"] =
