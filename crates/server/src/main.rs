@@ -1,30 +1,13 @@
-//! `mcp-http-gateway`: the command line. Parses arguments, loads configuration, and hands
-//! over to the runtime; the only place errors become exit codes.
-
-mod clock;
-mod config;
-mod dependency;
-mod http;
-mod legacy_sse;
-mod lifecycle;
-mod logging;
-mod mcp_gate;
-mod mcp_sessions;
-mod mcp_surface;
-mod provider;
-mod rate_limit;
-mod registry;
-mod runtime;
-mod service;
-mod service_doc;
+//! `mcp-http-gateway`: the command line. Parses arguments and hands each subcommand to
+//! [`mcp_http_gateway::commands`]; the only place errors become exit codes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-
-use crate::config::{LogFormat, ServiceConfig};
-use crate::runtime::ConfigSource;
+use mcp_http_gateway::commands;
+use mcp_http_gateway::config::LogFormat;
+use mcp_http_gateway::runtime::ConfigSource;
 
 /// Serves MCP servers (and other tool providers) behind one HTTP contract: GET /tools,
 /// POST /call-tool, GET /health, OpenAPI at /openapi.json and Swagger UI at /docs.
@@ -47,11 +30,43 @@ enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// Read a service configuration the way `serve` does, for scripts.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Read the registry of services (config/services.yaml), for scripts.
+    #[command(subcommand)]
+    Registry(RegistryCommand),
     /// Print the contract's OpenAPI 3.1 document (the content of openapi/openapi.yaml).
     Openapi {
         /// yaml (as committed) or json.
         #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
         format: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print one setting of a service file, defaults applied, in the file's units
+    /// (e.g. `limits.shutdown_grace_ms`, `service.port`, `providers.0.name`): scalars as plain
+    /// text, lists and maps as JSON. Exit 1 if the file is invalid or has no such setting.
+    Get {
+        /// The service's YAML file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// A dotted path into the configuration.
+        #[arg(value_name = "KEY")]
+        key: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum RegistryCommand {
+    /// Print one line per service: NAME<TAB>URL<TAB>ENABLED (true or false). Exit 1 if the
+    /// file is invalid.
+    List {
+        /// The registry file (config/services.yaml).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
 }
 
@@ -74,80 +89,24 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Openapi { format } => {
-            if format == "json" {
-                println!("{:#}", contract::openapi::document_json());
-            } else {
-                print!("{}", contract::openapi::document_yaml());
-            }
-            ExitCode::SUCCESS
-        }
-        Command::CheckConfig { paths } => check_config(&paths),
-        Command::Serve(args) => match serve(args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("mcp-http-gateway: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
-    }
-}
-
-fn check_config(paths: &[PathBuf]) -> ExitCode {
-    let mut failed = false;
-    for path in paths {
-        let loaded = if path.is_dir() {
-            config::load_dir(path)
-        } else {
-            ServiceConfig::load(path).map(|c| vec![c])
-        };
-        match loaded.map_err(|e| e.to_string()).and_then(|configs| {
-            configs
-                .into_iter()
-                .map(|c| {
-                    let summary = format!(
-                        "{}: ok: service '{}' on {}:{}, {} provider(s)",
-                        c.source,
-                        c.service.name,
-                        c.service.host,
-                        c.service.port.0,
-                        c.providers.len()
-                    );
-                    service::Service::new(c)
-                        .map(|_| summary)
-                        .map_err(|e| e.to_string())
-                })
-                .collect::<Result<Vec<_>, _>>()
-        }) {
-            Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
-            Err(e) => {
-                eprintln!("{e}");
-                failed = true;
+    match Cli::parse().command {
+        Command::Openapi { format } => commands::openapi(format == "json"),
+        Command::CheckConfig { paths } => commands::check_config(&paths),
+        Command::Config(ConfigCommand::Get { file, key }) => commands::config_get(&file, &key),
+        Command::Registry(RegistryCommand::List { file }) => commands::registry_list(&file),
+        Command::Serve(args) => {
+            let source = match (args.config, args.config_dir) {
+                (Some(file), _) => ConfigSource::File(file),
+                (None, Some(dir)) => ConfigSource::Dir(dir),
+                (None, None) => unreachable!("clap requires --config or --config-dir"),
+            };
+            match commands::serve(source, args.log_format) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("mcp-http-gateway: {e:#}");
+                    ExitCode::FAILURE
+                }
             }
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let source = match (args.config, args.config_dir) {
-        (Some(file), _) => ConfigSource::File(file),
-        (None, Some(dir)) => ConfigSource::Dir(dir),
-        (None, None) => anyhow::bail!("give --config FILE or --config-dir DIR"),
-    };
-    // Configuration errors are reported before anything listens.
-    let configs = source.load()?;
-    let first = &configs[0].logging;
-    logging::init(args.log_format.unwrap_or(first.format), &first.level);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(runtime::run(source, configs))?;
-    Ok(())
 }

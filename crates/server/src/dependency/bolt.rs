@@ -5,6 +5,7 @@
 //! bounded: a connection within `timeout_ms` (default 1 s), a query within the call's
 //! timeout; result streams are always drained within that bound and dropped otherwise.
 
+use crate::sync::Unpoisoned;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use neo4rs::{BoltType, ConfigBuilder, Graph, Query};
 use tokio::sync::Mutex;
 
 use super::{DependencyError, HealthRecord};
-use crate::config::{DependencyConfig, expand_env};
+use crate::config::{BoltConfig, expand_env};
 
 /// Default wait for a connection: a database that is down must fail a call within a second.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -55,30 +56,22 @@ struct Down {
 const RETRY_EVERY: Duration = Duration::from_secs(2);
 
 impl BoltDependency {
-    pub fn new(name: &str, config: &DependencyConfig) -> Result<BoltDependency, DependencyError> {
-        let error = |message: String| DependencyError {
+    pub fn new(name: &str, config: &BoltConfig) -> Result<BoltDependency, DependencyError> {
+        let error = |e: crate::config::EnvError| DependencyError {
             name: name.to_owned(),
-            message,
+            message: e.to_string(),
         };
-        let uri = expand_env(config.uri.as_deref().unwrap_or_default()).map_err(error)?;
+        let uri = expand_env(&config.uri).map_err(error)?;
         Ok(BoltDependency {
             name: name.to_owned(),
             uri,
-            user: expand_env(config.user.as_deref().unwrap_or_default()).map_err(|m| {
-                DependencyError {
-                    name: name.to_owned(),
-                    message: m,
-                }
-            })?,
+            user: expand_env(config.user.as_deref().unwrap_or_default()).map_err(error)?,
             password_env: config.password_env.clone(),
             max_connections: config
                 .max_connections
-                .map(|m| m.0 as usize)
+                .map(|m| m as usize)
                 .unwrap_or(DEFAULT_POOL),
-            connect_timeout: config
-                .timeout_ms
-                .map(|t| Duration::from_millis(t.0))
-                .unwrap_or(CONNECT_TIMEOUT),
+            connect_timeout: config.timeout.unwrap_or(CONNECT_TIMEOUT),
             graph: Mutex::new(None),
             record: HealthRecord::default(),
             down: std::sync::Mutex::new(None),
@@ -131,7 +124,7 @@ impl BoltDependency {
     ) -> Result<Vec<std::collections::HashMap<String, BoltType>>, BoltError> {
         let started = Instant::now();
         {
-            let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+            let mut down = self.down.write_unpoisoned();
             if let Some(d) = down.as_mut() {
                 if d.last_attempt.elapsed() < RETRY_EVERY {
                     return Err(BoltError::Connection(format!(
@@ -145,7 +138,7 @@ impl BoltDependency {
             }
         }
         let outcome = self.rows_now(query, timeout, started).await;
-        let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+        let mut down = self.down.write_unpoisoned();
         match &outcome {
             Err(BoltError::Connection(why)) => {
                 let since = down.as_ref().map_or_else(Instant::now, |d| d.since);

@@ -7,7 +7,7 @@ use contract::DependencyStatus;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
 use super::{DependencyError, HealthRecord};
-use crate::config::{DependencyConfig, expand_env};
+use crate::config::{HttpApiConfig, expand_env};
 
 /// The health check's own bound, for the background checks. /health bounds every check to one
 /// second and reports a slower one as `unknown`: this one only ends checks nobody waits for.
@@ -24,18 +24,18 @@ pub struct HttpDependency {
 impl HttpDependency {
     pub fn new(
         name: &str,
-        config: &DependencyConfig,
+        config: &HttpApiConfig,
         call_timeout: Duration,
     ) -> Result<HttpDependency, DependencyError> {
         let error = |message: String| DependencyError {
             name: name.to_owned(),
             message,
         };
-        let base_url = expand_env(config.base_url.as_deref().unwrap_or_default()).map_err(error)?;
+        let base_url = expand_env(&config.base_url).map_err(|e| error(e.to_string()))?;
         reqwest::Url::parse(&base_url).map_err(|e| error(format!("base_url '{base_url}': {e}")))?;
         let mut headers = HeaderMap::new();
         for (key, value) in &config.headers {
-            let value = expand_env(value).map_err(error)?;
+            let value = expand_env(value).map_err(|e| error(e.to_string()))?;
             let name = HeaderName::try_from(key.as_str())
                 .map_err(|_| error(format!("'{key}' is not a header name")))?;
             let mut value = HeaderValue::try_from(value.as_str())
@@ -52,10 +52,7 @@ impl HttpDependency {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let timeout = config
-            .timeout_ms
-            .map(|t| Duration::from_millis(t.0))
-            .unwrap_or(call_timeout);
+        let timeout = config.timeout.unwrap_or(call_timeout);
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .timeout(timeout)

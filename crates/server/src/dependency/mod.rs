@@ -5,13 +5,14 @@
 pub mod bolt;
 pub mod http;
 
+use crate::sync::Unpoisoned;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use contract::{DependencyState, DependencyStatus};
 
-use crate::config::{DependencyKind, ServiceConfig};
+use crate::config::{DependencyConfig, ServiceConfig};
 
 /// A built dependency.
 #[derive(Clone)]
@@ -30,20 +31,18 @@ pub struct DependencyError {
 
 /// Builds every dependency of a service. Nothing connects yet.
 pub fn build_all(config: &ServiceConfig) -> Result<BTreeMap<String, Dependency>, DependencyError> {
-    let call_timeout = std::time::Duration::from_millis(config.limits.call_timeout_ms.0);
+    let call_timeout = config.limits.call_timeout;
     config
         .dependencies
         .iter()
         .map(|(name, entry)| {
-            let built = match entry.kind {
-                DependencyKind::Bolt => {
-                    Dependency::Bolt(Arc::new(bolt::BoltDependency::new(name, entry)?))
+            let built = match &entry.value {
+                DependencyConfig::Bolt(bolt) => {
+                    Dependency::Bolt(Arc::new(bolt::BoltDependency::new(name, bolt)?))
                 }
-                DependencyKind::Http => Dependency::Http(Arc::new(http::HttpDependency::new(
-                    name,
-                    entry,
-                    call_timeout,
-                )?)),
+                DependencyConfig::Http(api) => Dependency::Http(Arc::new(
+                    http::HttpDependency::new(name, api, call_timeout)?,
+                )),
             };
             Ok((name.clone(), built))
         })
@@ -59,7 +58,7 @@ pub struct HealthRecord {
 impl HealthRecord {
     pub fn ok(&self, started: Instant) -> DependencyStatus {
         let now = crate::clock::timestamp();
-        *self.last_ok.lock().unwrap_or_else(|p| p.into_inner()) = Some(now.clone());
+        *self.last_ok.write_unpoisoned() = Some(now.clone());
         DependencyStatus {
             status: DependencyState::Connected,
             response_time_ms: Some(started.elapsed().as_millis() as u64),
@@ -73,11 +72,7 @@ impl HealthRecord {
             status: DependencyState::Unavailable,
             response_time_ms: Some(started.elapsed().as_millis() as u64),
             error: Some(error),
-            last_ok: self
-                .last_ok
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+            last_ok: self.last_ok.write_unpoisoned().clone(),
         }
     }
 }

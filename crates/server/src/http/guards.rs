@@ -1,7 +1,7 @@
 //! The layers that may turn a request away before a handler sees it: the lifecycle gate
-//! (503 while initializing or draining), the API key check (401), and the rate limit (429).
-//! /health passes all three: it must answer while the service is not ready, and monitoring
-//! must not need a key or be throttled.
+//! (503 while initializing or draining) and the API key check (401); the rate limit (429) is
+//! [`super::rate_limit`]. /health passes them all: it must answer while the service is not
+//! ready, and monitoring must not need a key or be throttled.
 
 use std::sync::Arc;
 
@@ -12,10 +12,10 @@ use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
 use super::reply::Reply;
-use crate::lifecycle::Phase;
 use crate::service::Service;
+use crate::service::lifecycle::Phase;
 
-const HEALTH: &str = "/health";
+pub(super) const HEALTH: &str = "/health";
 
 /// Seconds a client should wait while the service is initializing or draining.
 const RETRY_WHILE_STARTING: u64 = 1;
@@ -82,25 +82,6 @@ fn same_secret(expected: &str, presented: &str) -> bool {
         difference |= usize::from(a.get(i).copied().unwrap_or(0) ^ byte);
     }
     difference == 0
-}
-
-pub async fn rate_limit(
-    State(service): State<Arc<Service>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if request.uri().path() != HEALTH
-        && let Err(retry_after) = service.rate_limiter.acquire()
-    {
-        let limit = service.settings().config.security.rate_limit.0;
-        return Reply::error(
-            ErrorCode::RateLimited,
-            format!("Rate limit of {limit} requests per second exceeded"),
-        )
-        .retry_after(retry_after)
-        .into_response();
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]

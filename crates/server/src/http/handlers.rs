@@ -53,20 +53,14 @@ async fn run(
     arguments: JsonObject,
     request_id: &RequestId,
 ) -> Reply {
-    let meta = Meta {
-        tool: Some(tool.to_owned()),
-        ..Meta::default()
-    };
-    match service
+    let reply = match service
         .call_tool(tool, arguments, request_id.as_str(), None)
         .await
     {
-        Ok(data) => Reply::ok(data).with_meta(meta),
-        Err(failure) => Reply::error(failure.code, failure.message).with_meta(Meta {
-            validation_errors: failure.validation_errors,
-            ..meta
-        }),
-    }
+        Ok(data) => Reply::ok(data),
+        Err(failure) => Reply::from(failure),
+    };
+    reply.with_tool(tool)
 }
 
 pub async fn health(State(service): State<Arc<Service>>) -> Reply {

@@ -4,29 +4,31 @@
 //! Layer order, outermost first: CORS → envelope (request id, envelope, log line) → lifecycle
 //! gate → API key → rate limit → panic catcher → routes.
 
+mod cors;
 pub mod envelope;
 pub mod guards;
 pub mod handlers;
+pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use contract::ErrorCode;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::cors::{AllowOrigin, CorsLayer};
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
 use self::reply::Reply;
 use crate::service::Service;
 
-/// The router of one service; `stop` ends its MCP sessions (on shutdown).
-pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) -> Router {
+/// The router of one service: the contract's routes, Swagger UI and the MCP surface, behind
+/// the layers every request goes through.
+pub fn router(service: Arc<Service>) -> Router {
     let routes = Router::new()
         .route("/tools", get(handlers::list_tools))
         .route("/call-tool", post(handlers::call_tool))
@@ -39,67 +41,33 @@ pub fn router(service: Arc<Service>, stop: tokio_util::sync::CancellationToken) 
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
-    let rules = service.settings().config.mcp.clone();
-    let book = crate::mcp_sessions::SessionBook::new(
-        std::time::Duration::from_secs(rules.session_ttl_secs.0),
-        rules.max_sessions.0,
-    );
-    let (endpoint, sessions) = crate::mcp_surface::endpoint(service.clone(), stop.clone());
-    crate::mcp_gate::sweep_sessions(book.clone(), sessions, stop);
-    let gate = crate::mcp_gate::McpGate {
-        book: book.clone(),
-        rules: Arc::new(rules),
-        in_flight: crate::mcp_gate::InFlight::default(),
-        max_body: service.settings().config.limits.max_body_bytes.0 as usize,
-    };
-    let mcp = Router::new()
-        .fallback_service(endpoint)
-        .layer(from_fn_with_state(gate.clone(), crate::mcp_gate::gate));
-    let legacy = Router::new()
-        .route("/sse", get(crate::legacy_sse::open))
-        .route("/messages", post(crate::legacy_sse::message))
-        .with_state(crate::legacy_sse::SseSessions::new(service.clone(), gate));
-    let routes = routes.nest("/mcp", mcp).merge(legacy);
-    with_layers(routes.merge(docs), service)
+    let routes = routes
+        .merge(crate::mcp::router(service.clone()))
+        .merge(docs);
+    with_layers(routes, service)
 }
 
-/// Wraps routes in the layers every service request goes through.
+/// Wraps routes in the layers every service request goes through, listed in the order a
+/// request meets them.
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
-    routes
-        .layer(CatchPanicLayer::custom(
-            |_panic: Box<dyn std::any::Any + Send>| {
-                tracing::error!("a handler panicked");
-                Reply::error(
-                    ErrorCode::InternalError,
-                    "Internal error while handling the request",
-                )
-                .into_response()
-            },
-        ))
-        .layer(from_fn_with_state(service.clone(), guards::rate_limit))
-        .layer(from_fn_with_state(service.clone(), guards::api_key))
-        .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
-        .layer(from_fn(envelope::envelope_layer))
-        .layer(cors(service))
-}
-
-/// Browser access: the configured origins, or any loopback origin, read at request time so a
-/// reload applies.
-fn cors(service: Arc<Service>) -> CorsLayer {
-    CorsLayer::new()
-        .allow_origin(AllowOrigin::predicate(move |origin: &HeaderValue, _| {
-            origin
-                .to_str()
-                .is_ok_and(|o| service.settings().allows_origin(o))
-        }))
-        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-        .allow_headers([
-            header::CONTENT_TYPE,
-            header::AUTHORIZATION,
-            HeaderName::from_static("x-request-id"),
-            HeaderName::from_static("x-api-key"),
-        ])
-        .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER])
+    routes.layer(
+        ServiceBuilder::new()
+            .layer(cors::layer(service.clone()))
+            .layer(from_fn(envelope::envelope_layer))
+            .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
+            .layer(from_fn_with_state(service.clone(), guards::api_key))
+            .layer(from_fn_with_state(service, rate_limit::rate_limit))
+            .layer(CatchPanicLayer::custom(
+                |_panic: Box<dyn std::any::Any + Send>| {
+                    tracing::error!("a handler panicked");
+                    Reply::error(
+                        ErrorCode::InternalError,
+                        "Internal error while handling the request",
+                    )
+                    .into_response()
+                },
+            )),
+    )
 }
 
 #[cfg(test)]
@@ -116,8 +84,11 @@ mod tests {
             std::path::PathBuf::from("."),
         )
         .unwrap();
-        let service = Service::new(config).unwrap();
-        service.lifecycle.set(crate::lifecycle::Phase::Running);
+        let shutdown = crate::runtime::shutdown::Shutdown::default();
+        let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::Running);
         service
     }
 

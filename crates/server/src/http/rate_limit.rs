@@ -1,7 +1,18 @@
-//! A token bucket per service: `rate_limit` requests per second, bursts up to the same number.
+//! The rate limit of a service: a token bucket of `security.rate_limit` requests per second,
+//! bursts up to the same number, and the layer answering 429 with `Retry-After` past it.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use contract::ErrorCode;
+
+use super::guards::HEALTH;
+use super::reply::Reply;
+use crate::service::Service;
+use crate::sync::Unpoisoned;
 
 pub struct RateLimiter {
     bucket: Mutex<Bucket>,
@@ -27,7 +38,7 @@ impl RateLimiter {
 
     /// Changes the rate (on reload) without refilling the bucket.
     pub fn set_rate(&self, per_second: u64) {
-        let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
+        let mut b = self.bucket.write_unpoisoned();
         b.rate = per_second as f64;
         b.tokens = b.tokens.min(b.rate);
     }
@@ -38,7 +49,7 @@ impl RateLimiter {
     }
 
     fn acquire_at(&self, now: Instant) -> Result<(), u64> {
-        let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
+        let mut b = self.bucket.write_unpoisoned();
         let elapsed = now.duration_since(b.refilled).as_secs_f64();
         b.tokens = (b.tokens + elapsed * b.rate).min(b.rate);
         b.refilled = now;
@@ -49,6 +60,26 @@ impl RateLimiter {
             Err(((1.0 - b.tokens) / b.rate).ceil().max(1.0) as u64)
         }
     }
+}
+
+/// The layer: every route but /health takes a token.
+pub async fn rate_limit(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.uri().path() != HEALTH
+        && let Err(retry_after) = service.rate_limiter.acquire()
+    {
+        let limit = service.settings().config.security.rate_limit;
+        return Reply::error(
+            ErrorCode::RateLimited,
+            format!("Rate limit of {limit} requests per second exceeded"),
+        )
+        .retry_after(retry_after)
+        .into_response();
+    }
+    next.run(request).await
 }
 
 #[cfg(test)]

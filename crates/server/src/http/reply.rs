@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::request_id::RequestId;
-use crate::service::Service;
+use crate::service::{CallFailure, Service};
 
 /// An answer waiting for its envelope.
 #[derive(Debug, Clone)]
@@ -63,6 +63,12 @@ impl Reply {
         self
     }
 
+    /// Names the tool in `meta.tool`, keeping the rest of `meta`.
+    pub fn with_tool(mut self, tool: &str) -> Self {
+        self.meta.tool = Some(tool.to_owned());
+        self
+    }
+
     pub fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
         self
@@ -74,6 +80,14 @@ impl Reply {
             Err((code, _)) => StatusCode::from_u16(code.http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
+    }
+}
+
+impl From<CallFailure> for Reply {
+    fn from(failure: CallFailure) -> Reply {
+        let mut reply = Reply::error(failure.code, failure.message);
+        reply.meta.validation_errors = failure.validation_errors;
+        reply
     }
 }
 
@@ -135,7 +149,7 @@ async fn read_json_bytes(
     service: &Service,
     allow_empty: bool,
 ) -> Result<axum::body::Bytes, Reply> {
-    let limit = service.settings().config.limits.max_body_bytes.0 as usize;
+    let limit = service.settings().config.limits.max_body_bytes;
     let too_large = || {
         Reply::error(
             ErrorCode::PayloadTooLarge,

@@ -1,15 +1,16 @@
 //! What every MCP request passes before a transport handles it, for `/mcp` (as a layer in
 //! front of rmcp's Streamable HTTP service) and for the legacy `/sse` + `/messages`:
-//! DNS-rebinding protection (Host and Origin), the session rules of [`SessionBook`] (a bound
+//! DNS-rebinding protection (Host and Origin, [`super::origin`]), the session rules of [`SessionBook`] (a bound
 //! on live sessions, 404 for a closed, expired or unknown session, no request before the
 //! handshake is done) and the refusal of a JSON-RPC id still running in its session.
 
+use crate::sync::Unpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode as Code;
@@ -17,10 +18,12 @@ use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
+use super::errors::jsonrpc;
+use super::origin::foreign_host_or_origin;
+use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
 use crate::config::McpSection;
-use crate::mcp_sessions::{SessionBook, SessionRefusal, SessionState, Transport};
+use crate::runtime::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
 #[derive(Clone)]
@@ -40,17 +43,22 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
             -32000,
             None,
         ),
-        SessionRefusal::Unknown => (StatusCode::NOT_FOUND, Code::NotFound, -32001, None),
+        SessionRefusal::Unknown => (
+            StatusCode::NOT_FOUND,
+            Code::NotFound,
+            jsonrpc::SESSION_NOT_FOUND,
+            None,
+        ),
         SessionRefusal::Closed(_) => (
             StatusCode::NOT_FOUND,
             Code::NotFound,
-            -32001,
+            jsonrpc::SESSION_NOT_FOUND,
             Some("closed"),
         ),
         SessionRefusal::Expired(..) => (
             StatusCode::NOT_FOUND,
             Code::NotFound,
-            -32001,
+            jsonrpc::SESSION_NOT_FOUND,
             Some("expired"),
         ),
     };
@@ -74,7 +82,7 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
 /// `notifications/initialized`) is done.
 pub fn not_initialized(id: Value) -> Response {
     let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32600,
+        "code": jsonrpc::INVALID_REQUEST,
         "message": "Session not initialized: send notifications/initialized after the initialize answer, then retry",
         "data": {"code": Code::InvalidRequest, "retryable": true},
     }});
@@ -99,53 +107,6 @@ pub fn client_info(message: &Value) -> Option<(String, String)> {
             .unwrap_or_default()
             .to_owned(),
     ))
-}
-
-/// DNS-rebinding protection: the Host must be one of `mcp.allowed_hosts` and a browser's
-/// Origin one of `mcp.allowed_origins`.
-pub fn foreign_host_or_origin(rules: &McpSection, headers: &HeaderMap) -> Option<Response> {
-    let host = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.split(':').next().unwrap_or_default(),
-    };
-    if !rules.allowed_hosts.iter().any(|h| h == name) {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!("Host '{host}' is not allowed"),
-            )
-                .into_response(),
-        );
-    }
-    if let Some(origin) = headers.get("origin").and_then(|o| o.to_str().ok())
-        && !origin_allowed(&rules.allowed_origins, origin)
-    {
-        return Some(
-            (
-                StatusCode::FORBIDDEN,
-                format!("Origin '{origin}' is not allowed"),
-            )
-                .into_response(),
-        );
-    }
-    None
-}
-
-/// `scheme://host:port` against entries that may end in `:*` (any port).
-fn origin_allowed(allowed: &[String], origin: &str) -> bool {
-    allowed.iter().any(|entry| match entry.strip_suffix(":*") {
-        Some(prefix) => {
-            origin == prefix
-                || origin
-                    .strip_prefix(prefix)
-                    .is_some_and(|rest| rest.starts_with(':'))
-        }
-        None => origin == entry,
-    })
 }
 
 /// The layer in front of rmcp's `/mcp`.
@@ -224,7 +185,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     };
     let Some(running) = Running::claim(&gate.in_flight, (session, id.to_string())) else {
         let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32600,
+            "code": jsonrpc::INVALID_REQUEST,
             "message": format!("Duplicate request id {id}: a request with this id is still running in this session"),
             "data": {"code": Code::InvalidRequest, "retryable": false},
         }});
@@ -243,8 +204,8 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
 /// Expires idle sessions every [`SessionBook::sweep_period`] until `stop`, ending rmcp's
 /// side of each expired Streamable HTTP session (an SSE session ends on its record's token);
 /// at `stop` every session is closed.
-pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: CancellationToken) {
-    tokio::spawn(async move {
+pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: Shutdown) {
+    stop.clone().spawn(async move {
         let mut tick = tokio::time::interval(book.sweep_period());
         loop {
             tokio::select! {
@@ -278,11 +239,7 @@ struct Running {
 
 impl Running {
     fn claim(in_flight: &InFlight, key: (String, String)) -> Option<Running> {
-        let fresh = in_flight
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone());
+        let fresh = in_flight.0.write_unpoisoned().insert(key.clone());
         fresh.then(|| Running {
             in_flight: in_flight.clone(),
             key,
@@ -292,30 +249,13 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.in_flight
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.key);
+        self.in_flight.0.write_unpoisoned().remove(&self.key);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn origins_with_any_port() {
-        let allowed = vec![
-            "http://localhost:*".to_owned(),
-            "https://app.example:443".to_owned(),
-        ];
-        assert!(origin_allowed(&allowed, "http://localhost:5173"));
-        assert!(origin_allowed(&allowed, "http://localhost"));
-        assert!(origin_allowed(&allowed, "https://app.example:443"));
-        assert!(!origin_allowed(&allowed, "http://localhost.evil:80"));
-        assert!(!origin_allowed(&allowed, "https://evil.example"));
-    }
 
     #[test]
     fn only_notifications_and_ping_precede_the_handshake() {

@@ -2,43 +2,27 @@
 //! answers what GET /tools lists, `tools/call` runs through the same [`Service::call_tool`] —
 //! the same validation, timeouts and limits as POST /call-tool.
 //!
-//! Error mapping follows the MCP rule: a tool that ran and failed is a result with
-//! `isError: true`; an unknown tool and invalid arguments are JSON-RPC errors `-32602`
-//! (invalid params) with `data: {code, request_id, …}`.
+//! Failures are answered as [`super::errors`] maps them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::ErrorCode as Code;
 use rmcp::model::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::errors::error_for;
 use crate::service::Service;
-
-/// The tools as MCP `tools/list` lists them (built once per tool list, see `Service`).
-pub fn mcp_tools(tools: &[contract::ToolSchema]) -> Vec<Tool> {
-    tools
-        .iter()
-        .filter_map(|t| {
-            let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
-            if let Some(annotations) = &t.annotations {
-                tool["annotations"] = annotations.clone();
-            }
-            serde_json::from_value::<Tool>(tool).ok()
-        })
-        .collect()
-}
 
 /// One MCP session's view of the service.
 #[derive(Clone)]
@@ -129,7 +113,7 @@ impl ServerHandler for McpBridge {
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         let mut changes = self.service.watch_tool_list();
         let peer = context.peer;
-        tokio::spawn(async move {
+        self.service.drain().spawn(async move {
             let mut check = tokio::time::interval(Duration::from_secs(30));
             loop {
                 tokio::select! {
@@ -278,7 +262,7 @@ impl ServerHandler for McpBridge {
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| forward_progress(context.peer.clone(), token));
+            .map(|token| forward_progress(self.service.drain(), context.peer.clone(), token));
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // notifications/cancelled from the client drops the call, and with it the upstream
@@ -340,80 +324,15 @@ fn as_result(data: Value) -> CallToolResult {
     result
 }
 
-/// How a failure is answered over MCP: as a tool result with `isError: true` (the tool ran, or
-/// tried to, and failed) or as a JSON-RPC error (the request itself was wrong).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum McpAnswer {
-    ToolError,
-    JsonRpc(i32),
-    /// Answered before JSON-RPC, by the HTTP layer, with the contract's HTTP status.
-    Http,
-}
-
-/// The one table mapping the contract's codes onto MCP (docs/mcp.md shows it).
-pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
-    match code {
-        Code::ToolNotFound => (McpAnswer::JsonRpc(-32602), "Unknown tool: {tool}"),
-        Code::InvalidArguments => (
-            McpAnswer::JsonRpc(-32602),
-            "Invalid arguments for tool {tool}: see data.validation_errors",
-        ),
-        Code::InvalidRequest => (McpAnswer::JsonRpc(-32600), "Invalid request: {reason}"),
-        Code::InternalError => (McpAnswer::JsonRpc(-32603), "Internal error"),
-        Code::ExecutionError => (
-            McpAnswer::ToolError,
-            "{the tool's or the dependency's message}",
-        ),
-        Code::Timeout => (
-            McpAnswer::ToolError,
-            "Tool '{tool}' did not answer within {ms} ms; the call was cancelled",
-        ),
-        Code::Unauthorized
-        | Code::NotFound
-        | Code::MethodNotAllowed
-        | Code::PayloadTooLarge
-        | Code::RateLimited
-        | Code::ServiceUnavailable => (
-            McpAnswer::Http,
-            "the envelope, with the HTTP status of the code",
-        ),
-    }
-}
-
-/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
-fn error_for(
-    failure: crate::service::CallFailure,
-    request_id: &str,
-) -> Result<CallToolResponse, McpError> {
-    let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
-    if let Some(issues) = &failure.validation_errors {
-        data["validation_errors"] = json!(issues);
-    }
-    match mcp_mapping(failure.code).0 {
-        McpAnswer::ToolError => {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message)]);
-            result.structured_content = Some(data);
-            Ok(CallToolResponse::Complete(result))
-        }
-        McpAnswer::JsonRpc(code) => {
-            Err(McpError::new(ErrorCode(code), failure.message, Some(data)))
-        }
-        McpAnswer::Http => Err(McpError::new(
-            ErrorCode(-32603),
-            failure.message,
-            Some(data),
-        )),
-    }
-}
-
 /// A sink whose progress reports reach the MCP client as `notifications/progress` with the
 /// client's own token.
 fn forward_progress(
+    tasks: &crate::runtime::shutdown::Shutdown,
     peer: rmcp::Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
 ) -> crate::provider::ProgressSink {
     let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         while let Some(report) = reports.recv().await {
             let mut param =
                 rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
@@ -425,56 +344,4 @@ fn forward_progress(
         }
     });
     sink
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_code_has_one_mcp_answer() {
-        use McpAnswer::*;
-        let table: Vec<(Code, McpAnswer)> =
-            Code::ALL.iter().map(|c| (*c, mcp_mapping(*c).0)).collect();
-        assert_eq!(
-            table,
-            vec![
-                (Code::ToolNotFound, JsonRpc(-32602)),
-                (Code::InvalidArguments, JsonRpc(-32602)),
-                (Code::InvalidRequest, JsonRpc(-32600)),
-                (Code::Unauthorized, Http),
-                (Code::NotFound, Http),
-                (Code::MethodNotAllowed, Http),
-                (Code::PayloadTooLarge, Http),
-                (Code::RateLimited, Http),
-                (Code::ExecutionError, ToolError),
-                (Code::InternalError, JsonRpc(-32603)),
-                (Code::ServiceUnavailable, Http),
-                (Code::Timeout, ToolError),
-            ]
-        );
-    }
-
-    #[test]
-    fn tool_errors_are_results_and_request_errors_are_json_rpc() {
-        let failure = |code| crate::service::CallFailure {
-            code,
-            message: "m".into(),
-            validation_errors: None,
-        };
-        match error_for(failure(Code::Timeout), "rid") {
-            Ok(CallToolResponse::Complete(r)) => {
-                assert_eq!(r.is_error, Some(true));
-                assert_eq!(r.structured_content.unwrap()["retryable"], true);
-            }
-            other => panic!("{other:?}"),
-        }
-        match error_for(failure(Code::ToolNotFound), "rid") {
-            Err(e) => {
-                assert_eq!(e.code.0, -32602);
-                assert_eq!(e.data.unwrap()["request_id"], "rid");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
 }

@@ -3,6 +3,7 @@
 //! naming `/messages?sessionId=…`, where the client POSTs its JSON-RPC messages (answered 202;
 //! the answers come on the stream). Each session runs the same [`McpBridge`] as `/mcp`.
 
+use crate::sync::Unpoisoned;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -21,12 +22,12 @@ use rmcp::transport::sink_stream::SinkStreamTransport;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::mcp_gate::{
-    McpGate, allowed_before_handshake, client_info, foreign_host_or_origin, not_initialized,
-    session_refusal,
+use super::gate::{
+    McpGate, allowed_before_handshake, client_info, not_initialized, session_refusal,
 };
-use crate::mcp_sessions::{SessionBook, SessionState, Transport};
-use crate::mcp_surface::McpBridge;
+use super::handler::McpBridge;
+use super::origin::foreign_host_or_origin;
+use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
 
 /// The open SSE sessions of one service: where each one's incoming messages go. Their
@@ -57,10 +58,7 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+        self.open.write_unpoisoned().remove(&self.id);
         self.book.close(&self.id);
     }
 }
@@ -80,13 +78,12 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
     let (to_client, from_server) = mpsc::channel(64);
     sessions
         .open
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+        .write_unpoisoned()
         .insert(id.clone(), to_server);
     let bridge = McpBridge::new(sessions.service.clone());
     let session = id.clone();
     let serving_ended = ended.clone();
-    tokio::spawn(async move {
+    sessions.service.drain().spawn(async move {
         let serving = bridge.serve_with_ct(
             SinkStreamTransport::new(to_client, from_client),
             serving_ended.child_token(),
@@ -159,8 +156,7 @@ pub async fn message(
     let completes_handshake = body["method"] == "notifications/initialized";
     let sender = sessions
         .open
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+        .write_unpoisoned()
         .get(&query.session_id)
         .cloned();
     let Some(sender) = sender else {

@@ -6,6 +6,7 @@
 //! request learns *why* its session is gone. Every change of state is one log line with the
 //! whole record (target `mcp_session`).
 
+use crate::sync::Unpoisoned;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -103,7 +104,7 @@ impl SessionBook {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner())
+        self.records.write_unpoisoned()
     }
 
     fn ttl(&self) -> chrono::Duration {

@@ -19,8 +19,9 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
-use crate::config::{ProviderConfig, ProviderKind, ServiceConfig};
+use crate::config::{ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
+use crate::runtime::shutdown::Shutdown;
 
 /// A tool's arguments.
 pub type JsonObject = Map<String, Value>;
@@ -146,10 +147,12 @@ pub fn with_hint(message: &str, hint: Option<&str>) -> String {
     }
 }
 
-/// Where a provider reports that its tool list changed.
+/// What a provider is given by its service: where to say its tool list changed, and the
+/// shutdown its background work belongs to.
 #[derive(Clone)]
 pub struct ProviderHooks {
     pub tools_changed: Arc<Notify>,
+    pub shutdown: Shutdown,
 }
 
 /// Builds the provider a config entry describes. Nothing is connected until [`Provider::start`].
@@ -159,28 +162,27 @@ pub fn build(
     hooks: ProviderHooks,
     dependencies: &BTreeMap<String, Dependency>,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
-    let dependency = || {
-        let name = config.dependency.as_deref().unwrap_or_default();
+    let dependency = |name: &str| {
         dependencies
             .get(name)
             .cloned()
             .ok_or_else(|| ProviderError::Config {
-                provider: config.name.value.to_string(),
+                provider: config.name().to_string(),
                 message: format!("dependency '{name}' is not defined"),
             })
     };
     let mismatch = || ProviderError::Config {
-        provider: config.name.value.to_string(),
+        provider: config.name().to_string(),
         message: "its dependency is of the wrong kind".into(),
     };
-    match config.kind {
-        ProviderKind::Mcp => Ok(Arc::new(mcp::McpProvider::new(service, config, hooks)?)),
-        ProviderKind::Cypher => match dependency()? {
-            Dependency::Bolt(db) => Ok(Arc::new(cypher::CypherProvider::new(config, db)?)),
+    match config {
+        ProviderConfig::Mcp(mcp) => Ok(Arc::new(mcp::McpProvider::new(service, mcp, hooks)?)),
+        ProviderConfig::Cypher(cypher) => match dependency(&cypher.dependency)? {
+            Dependency::Bolt(db) => Ok(Arc::new(cypher::CypherProvider::new(cypher, db)?)),
             Dependency::Http(_) => Err(mismatch()),
         },
-        ProviderKind::Http => match dependency()? {
-            Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(config, api)?)),
+        ProviderConfig::Http(http) => match dependency(&http.dependency)? {
+            Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
     }

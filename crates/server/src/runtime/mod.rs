@@ -1,5 +1,11 @@
 //! Running services: binding each to its address, serving until a signal, reloading on
 //! SIGHUP, and draining on SIGTERM/SIGINT within the grace period before stopping providers.
+//!
+//! Shutdown is one mechanism ([`shutdown::Shutdown`]): the root's `drain` child stops the
+//! listeners, MCP sessions and background loops; then the root stops the providers; then every
+//! tracked task is awaited.
+
+pub mod shutdown;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,10 +14,13 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
 
+use self::shutdown::Shutdown;
 use crate::config::{self, ConfigError, ServiceConfig};
 use crate::service::{Service, ServiceError};
+
+/// How long tracked tasks get to end once everything was told to stop.
+const TASKS_GRACE: Duration = Duration::from_secs(2);
 
 /// Where the configuration came from, so SIGHUP can read it again.
 #[derive(Debug, Clone)]
@@ -50,20 +59,15 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
     let mut interrupt = signal(SignalKind::interrupt()).map_err(RuntimeError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(RuntimeError::Signals)?;
 
+    let root = Shutdown::default();
+    let drain = root.child();
     let services: Vec<Arc<Service>> = configs
         .into_iter()
-        .map(Service::new)
+        .map(|config| Service::new(config, drain.child(), root.child()))
         .collect::<Result<_, _>>()?;
-    let (drain_tx, drain_rx) = watch::channel(false);
-    // Ends the MCP sessions' streams at shutdown, so open SSE streams do not hold the drain.
-    let mcp_stop = tokio_util::sync::CancellationToken::new();
     let mut servers = Vec::new();
     for service in &services {
-        let settings = service.settings();
-        let addr = format!(
-            "{}:{}",
-            settings.config.service.host, settings.config.service.port.0
-        );
+        let addr = service.settings().config.address();
         let listener = TcpListener::bind(&addr)
             .await
             .map_err(|error| RuntimeError::Bind {
@@ -77,13 +81,11 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
             error,
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
-        let app = crate::http::router(service.clone(), mcp_stop.clone())
+        let app = crate::http::router(service.clone())
             .into_make_service_with_connect_info::<SocketAddr>();
-        let mut drain = drain_rx.clone();
-        servers.push(tokio::spawn(async move {
-            let stopped = async move {
-                let _ = drain.wait_for(|d| *d).await;
-            };
+        let stopped = drain.clone();
+        servers.push(root.spawn(async move {
+            let stopped = async move { stopped.cancelled().await };
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
                 .await
@@ -111,8 +113,7 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
     };
     match start {
         Start::Failed(e) => {
-            mcp_stop.cancel();
-            shutdown(&services, drain_tx, servers).await;
+            shutdown(&services, &root, &drain, servers).await;
             return Err(e.into());
         }
         Start::Signalled(signal) => tracing::info!("{signal} while starting: draining"),
@@ -124,8 +125,7 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
             }
         },
     }
-    mcp_stop.cancel();
-    shutdown(&services, drain_tx, servers).await;
+    shutdown(&services, &root, &drain, servers).await;
     Ok(())
 }
 
@@ -166,7 +166,8 @@ async fn reload(source: &ConfigSource, services: &[Arc<Service>]) {
 /// stops every provider.
 async fn shutdown(
     services: &[Arc<Service>],
-    drain: watch::Sender<bool>,
+    root: &Shutdown,
+    drain: &Shutdown,
     servers: Vec<tokio::task::JoinHandle<()>>,
 ) {
     for service in services {
@@ -174,10 +175,12 @@ async fn shutdown(
     }
     let grace = services
         .iter()
-        .map(|s| Duration::from_millis(s.settings().config.limits.shutdown_grace_ms.0))
+        .map(|s| s.settings().config.limits.shutdown_grace)
         .max()
         .unwrap_or_default();
-    drain.send_replace(true);
+    // Ends listeners, MCP session streams (so open SSE streams do not hold the drain) and
+    // background loops; providers keep running for the requests still in flight.
+    drain.cancel();
     if tokio::time::timeout(grace, futures::future::join_all(servers))
         .await
         .is_err()
@@ -188,5 +191,12 @@ async fn shutdown(
         );
     }
     futures::future::join_all(services.iter().map(|s| s.stop_providers())).await;
+    root.cancel();
+    if let Err(running) = root.wait_for_tasks(TASKS_GRACE).await {
+        tracing::warn!(
+            running,
+            "tasks still running after shutdown; exiting anyway"
+        );
+    }
     tracing::info!("stopped");
 }

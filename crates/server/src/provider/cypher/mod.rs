@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use self::template::QueryTemplate;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
-use crate::config::{ProviderConfig, QueryField};
+use crate::config::CypherProviderConfig;
 use crate::dependency::bolt::{BoltDependency, BoltError};
 
 struct CypherTool {
@@ -33,21 +33,19 @@ pub struct CypherProvider {
 
 impl CypherProvider {
     pub fn new(
-        config: &ProviderConfig,
+        config: &CypherProviderConfig,
         database: Arc<BoltDependency>,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.value.as_str().to_owned();
+        let name = config.name.as_str().to_owned();
         let mut tools = Vec::new();
         for declared in &config.tools {
-            let tool = declared.name.value.clone();
+            let tool = declared.name.clone();
             let error = |message: String| ProviderError::Config {
                 provider: name.clone(),
                 message: format!("tool '{tool}': {message}"),
             };
-            let Some(QueryField::Cypher(text)) = &declared.query else {
-                return Err(error("needs `query:` with the Cypher text".into()));
-            };
-            let query = QueryTemplate::parse(text, &declared.input_schema).map_err(error)?;
+            let query =
+                QueryTemplate::parse(&declared.query, &declared.input_schema).map_err(error)?;
             tools.push(CypherTool {
                 schema: ToolSchema {
                     name: tool.clone(),

@@ -6,6 +6,7 @@
 mod openapi_import;
 mod usage;
 
+use crate::sync::Unpoisoned;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 
 use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
-use crate::config::{ProviderConfig, QueryField, ToolDeclaration};
+use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool};
 use crate::dependency::http::{HttpDependency, without_url};
 
 /// How a tool becomes a request. Every string is a minijinja template over the arguments.
@@ -42,15 +43,18 @@ struct HttpTool {
 pub struct HttpProvider {
     name: String,
     api: Arc<HttpDependency>,
-    config: ProviderConfig,
+    config: HttpProviderConfig,
     tools: RwLock<Vec<Arc<HttpTool>>>,
     templates: RwLock<Arc<Environment<'static>>>,
     usage: Option<(String, UsageCounter)>,
 }
 
 impl HttpProvider {
-    pub fn new(config: &ProviderConfig, api: Arc<HttpDependency>) -> Result<Self, ProviderError> {
-        let name = config.name.value.as_str().to_owned();
+    pub fn new(
+        config: &HttpProviderConfig,
+        api: Arc<HttpDependency>,
+    ) -> Result<Self, ProviderError> {
+        let name = config.name.as_str().to_owned();
         let provider = HttpProvider {
             name: name.clone(),
             api,
@@ -104,9 +108,8 @@ impl HttpProvider {
                     .map_err(|e| format!("tool '{}': template {id}: {e}", tool.schema.name))?;
             }
         }
-        *self.templates.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(env);
-        *self.tools.write().unwrap_or_else(|p| p.into_inner()) =
-            tools.into_iter().map(Arc::new).collect();
+        *self.templates.write_unpoisoned() = Arc::new(env);
+        *self.tools.write_unpoisoned() = tools.into_iter().map(Arc::new).collect();
         Ok(())
     }
 
@@ -124,11 +127,7 @@ impl HttpProvider {
         args: &JsonObject,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
-        let env = self
-            .templates
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let env = self.templates.read_unpoisoned().clone();
         let name = &tool.schema.name;
         let render = |id: String| -> Result<String, ToolError> {
             let template = env
@@ -259,8 +258,8 @@ fn percent_encode(text: &str) -> String {
         .collect()
 }
 
-fn declared_tool(declared: &ToolDeclaration) -> Result<HttpTool, String> {
-    let name = declared.name.value.clone();
+fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, String> {
+    let name = declared.name.clone();
     let method = declared
         .method
         .as_deref()
@@ -268,10 +267,7 @@ fn declared_tool(declared: &ToolDeclaration) -> Result<HttpTool, String> {
         .to_ascii_uppercase();
     let method = reqwest::Method::from_bytes(method.as_bytes())
         .map_err(|e| format!("tool '{name}': {e}"))?;
-    let query = match &declared.query {
-        Some(QueryField::Params(params)) => params.clone(),
-        _ => BTreeMap::new(),
-    };
+    let query = declared.query.clone();
     Ok(HttpTool {
         schema: ToolSchema {
             name: name.clone(),
@@ -283,7 +279,7 @@ fn declared_tool(declared: &ToolDeclaration) -> Result<HttpTool, String> {
         },
         mapping: Mapping {
             method,
-            path: declared.path.clone().unwrap_or_default(),
+            path: declared.path.clone(),
             query,
             headers: declared.headers.clone(),
             body: declared.body.clone(),
@@ -320,8 +316,7 @@ impl Provider for HttpProvider {
     fn tools(&self) -> Vec<ToolSchema> {
         let mut tools: Vec<ToolSchema> = self
             .tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .read_unpoisoned()
             .iter()
             .map(|t| t.schema.clone())
             .collect();
@@ -345,8 +340,7 @@ impl Provider for HttpProvider {
             }
             let found = self
                 .tools
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
+                .read_unpoisoned()
                 .iter()
                 .find(|t| t.schema.name == tool)
                 .cloned();

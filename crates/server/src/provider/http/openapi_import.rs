@@ -9,7 +9,7 @@ use contract::ToolSchema;
 use serde_json::{Map, Value, json};
 
 use super::Mapping;
-use crate::config::ProviderConfig;
+use crate::config::HttpProviderConfig;
 use crate::dependency::http::{HttpDependency, without_url};
 
 const IMPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -20,7 +20,7 @@ const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 /// and turns its operations into tools.
 pub async fn import(
     source: &str,
-    config: &ProviderConfig,
+    config: &HttpProviderConfig,
     api: &HttpDependency,
 ) -> Result<Vec<(ToolSchema, Mapping)>, String> {
     let text = if source.starts_with("http://") || source.starts_with("https://") {

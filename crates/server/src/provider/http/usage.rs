@@ -1,6 +1,7 @@
 //! Token usage counted by the gateway from an OpenAI-compatible API's answers: per model,
 //! calls and prompt/completion tokens since the gateway started.
 
+use crate::sync::Unpoisoned;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -27,7 +28,7 @@ impl UsageCounter {
         let (Some(model), Some(usage)) = (answer["model"].as_str(), answer.get("usage")) else {
             return;
         };
-        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
+        let mut models = self.models.write_unpoisoned();
         let totals = models.entry(model.to_owned()).or_default();
         totals.calls += 1;
         totals.prompt_tokens += usage["prompt_tokens"].as_u64().unwrap_or(0);
@@ -35,7 +36,7 @@ impl UsageCounter {
     }
 
     pub fn report(&self) -> Value {
-        let models = self.models.lock().unwrap_or_else(|p| p.into_inner());
+        let models = self.models.write_unpoisoned();
         let mut total = Totals::default();
         let per_model: serde_json::Map<String, Value> = models
             .iter()

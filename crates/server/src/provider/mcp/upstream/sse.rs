@@ -12,11 +12,31 @@ use rmcp::transport::sink_stream::SinkStreamTransport;
 use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 
-use super::streamable::HttpSpec;
+use super::streamable_http::HttpSpec;
+use crate::runtime::shutdown::Shutdown;
 
-/// Whether a provider URL names a legacy SSE endpoint.
-pub fn is_sse_url(url: &str) -> bool {
-    reqwest::Url::parse(url).is_ok_and(|u| u.path().trim_end_matches('/').ends_with("/sse"))
+/// Why the SSE stream could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SseError {
+    #[error("HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("invalid url: {0}")]
+    Url(url::ParseError),
+    #[error("cannot open the SSE stream: {0}")]
+    Open(reqwest::Error),
+    #[error("GET {url} answered {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("SSE stream broke before the endpoint event: {0}")]
+    Broke(sse_stream::Error),
+    #[error("SSE stream ended before the endpoint event")]
+    Ended,
+    #[error("the endpoint event names no URL: {0}")]
+    Endpoint(url::ParseError),
+    #[error("the endpoint event names another origin ({0}); refused")]
+    ForeignOrigin(String),
 }
 
 pub type SseTransport = SinkStreamTransport<
@@ -26,21 +46,20 @@ pub type SseTransport = SinkStreamTransport<
 
 /// Opens the stream and waits for its `endpoint` event. The transport ends (and the client
 /// with it) when the stream ends or a POST cannot be delivered.
-pub async fn connect(spec: &HttpSpec) -> Result<SseTransport, String> {
-    let client = spec.client().map_err(|e| format!("HTTP client: {e}"))?;
-    let url = reqwest::Url::parse(&spec.url).map_err(|e| format!("invalid url: {e}"))?;
+pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, SseError> {
+    let client = spec.client().map_err(SseError::Client)?;
+    let url = reqwest::Url::parse(&spec.url).map_err(SseError::Url)?;
     let response = client
         .get(url.clone())
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|e| format!("cannot open the SSE stream: {e}"))?;
+        .map_err(SseError::Open)?;
     if !response.status().is_success() {
-        return Err(format!(
-            "GET {} answered {}",
-            spec.redacted_url(),
-            response.status()
-        ));
+        return Err(SseError::Status {
+            url: spec.redacted_url(),
+            status: response.status(),
+        });
     }
     let mut events = SseStream::from_bytes_stream(response.bytes_stream());
     let endpoint = loop {
@@ -49,24 +68,21 @@ pub async fn connect(spec: &HttpSpec) -> Result<SseTransport, String> {
                 break event.data.unwrap_or_default();
             }
             Some(Ok(_)) => continue,
-            Some(Err(e)) => return Err(format!("SSE stream broke before the endpoint event: {e}")),
-            None => return Err("SSE stream ended before the endpoint event".to_owned()),
+            Some(Err(e)) => return Err(SseError::Broke(e)),
+            None => return Err(SseError::Ended),
         }
     };
-    let endpoint = url
-        .join(endpoint.trim())
-        .map_err(|e| format!("the endpoint event names no URL: {e}"))?;
+    let endpoint = url.join(endpoint.trim()).map_err(SseError::Endpoint)?;
     if endpoint.origin() != url.origin() {
-        return Err(format!(
-            "the endpoint event names another origin ({}); refused",
-            endpoint.origin().ascii_serialization()
+        return Err(SseError::ForeignOrigin(
+            endpoint.origin().ascii_serialization(),
         ));
     }
 
     let ended = CancellationToken::new();
     let (mut to_client, from_server) = mpsc::channel::<RxJsonRpcMessage<RoleClient>>(64);
     let reader_ended = ended.clone();
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         let _end_all = reader_ended.clone().drop_guard();
         loop {
             let event = tokio::select! {
@@ -90,7 +106,7 @@ pub async fn connect(spec: &HttpSpec) -> Result<SseTransport, String> {
     });
 
     let (to_server, mut outgoing) = mpsc::channel::<TxJsonRpcMessage<RoleClient>>(64);
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         let _end_all = ended.clone().drop_guard();
         // One at a time, so the server sees our messages in the order we sent them.
         loop {
@@ -114,17 +130,4 @@ pub async fn connect(spec: &HttpSpec) -> Result<SseTransport, String> {
         }
     });
     Ok(SinkStreamTransport::new(to_server, from_server))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_sse_url;
-
-    #[test]
-    fn sse_urls_end_in_sse() {
-        assert!(is_sse_url("http://127.0.0.1:3001/sse"));
-        assert!(is_sse_url("https://h.example/mcp/sse/?token=x"));
-        assert!(!is_sse_url("http://127.0.0.1:3001/mcp"));
-        assert!(!is_sse_url("http://127.0.0.1:3001/ssey"));
-    }
 }

@@ -9,7 +9,9 @@ use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 
+use super::EndpointError;
 use crate::config::expand_env;
+use crate::runtime::shutdown::Shutdown;
 
 /// What to run, with `${VAR}` already expanded and `cwd` resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,14 +25,20 @@ pub struct StdioSpec {
 impl StdioSpec {
     pub fn new(
         base_dir: &Path,
-        command: &str,
-        args: &[String],
-        env: &std::collections::BTreeMap<String, String>,
-        cwd: Option<&str>,
-    ) -> Result<StdioSpec, String> {
+        config: &crate::config::StdioTransport,
+    ) -> Result<StdioSpec, EndpointError> {
+        let (command, args, env, cwd) = (
+            &config.command,
+            &config.args,
+            &config.env,
+            config.cwd.as_deref(),
+        );
         let cwd = base_dir.join(expand_env(cwd.unwrap_or("."))?);
         // Absolute, so a relative program path means the same before and after the chdir.
-        let cwd = std::path::absolute(&cwd).map_err(|e| format!("cwd '{}': {e}", cwd.display()))?;
+        let cwd = std::path::absolute(&cwd).map_err(|source| EndpointError::Cwd {
+            path: cwd.display().to_string(),
+            source,
+        })?;
         let program = expand_env(command)?;
         // A relative path with a slash is relative to cwd, as a shell in cwd would read it.
         let program = if program.contains('/') && !program.starts_with('/') {
@@ -47,7 +55,7 @@ impl StdioSpec {
             env: env
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, EndpointError>>()?,
             cwd,
         })
     }
@@ -86,8 +94,14 @@ impl StdioSpec {
 }
 
 /// Copies the child's stderr into our log, one event per line, tagged with who wrote it.
-pub fn forward_stderr(stderr: ChildStderr, service: String, provider: String, pid: Option<u32>) {
-    tokio::spawn(async move {
+pub fn forward_stderr(
+    stderr: ChildStderr,
+    tasks: &Shutdown,
+    service: String,
+    provider: String,
+    pid: Option<u32>,
+) {
+    tasks.spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::info!(target: "upstream_stderr", service = %service, provider = %provider, pid, "{line}");

@@ -1,13 +1,14 @@
 //! Reaching an MCP server over HTTP: the endpoint and the headers sent with it, and the
 //! Streamable HTTP transport (a `url` ending in `/sse` goes to [`super::sse`] instead).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use crate::config::expand_env;
+use super::EndpointError;
+use crate::config::{HttpTransport, expand_env};
 
 /// The endpoint and headers, with `${VAR}` expanded.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,17 +18,18 @@ pub struct HttpSpec {
 }
 
 impl HttpSpec {
-    pub fn new(url: &str, headers: &BTreeMap<String, String>) -> Result<HttpSpec, String> {
+    pub fn new(config: &HttpTransport) -> Result<HttpSpec, EndpointError> {
+        let (url, headers) = (&config.url, &config.headers);
         let headers = headers
             .iter()
             .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, EndpointError>>()?;
         for (name, value) in &headers {
             HeaderName::try_from(name.as_str())
-                .map_err(|_| format!("'{name}' is not a valid HTTP header name"))?;
+                .map_err(|_| EndpointError::HeaderName(name.clone()))?;
             // The value is a secret as often as not: never echo it.
             HeaderValue::try_from(value.as_str())
-                .map_err(|_| format!("header '{name}' has a value that is not valid in HTTP"))?;
+                .map_err(|_| EndpointError::HeaderValue(name.clone()))?;
         }
         Ok(HttpSpec {
             url: expand_env(url)?,
@@ -83,13 +85,14 @@ impl HttpSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn redaction_drops_credentials_and_query() {
-        let spec = HttpSpec::new(
-            "https://user:secret@mcp.example:8443/mcp?token=abc",
-            &BTreeMap::new(),
-        )
+        let spec = HttpSpec::new(&HttpTransport {
+            url: "https://user:secret@mcp.example:8443/mcp?token=abc".into(),
+            headers: BTreeMap::new(),
+        })
         .unwrap();
         assert_eq!(spec.redacted_url(), "https://mcp.example:8443/mcp");
     }
@@ -97,7 +100,12 @@ mod tests {
     #[test]
     fn bad_header_values_are_refused_without_echoing_them() {
         let headers = BTreeMap::from([("X-Key".to_owned(), "line\nbreak-secret".to_owned())]);
-        let error = HttpSpec::new("http://h/mcp", &headers).unwrap_err();
+        let error = HttpSpec::new(&HttpTransport {
+            url: "http://h/mcp".into(),
+            headers,
+        })
+        .unwrap_err()
+        .to_string();
         assert!(!error.contains("secret"), "{error}");
     }
 }

@@ -1,0 +1,371 @@
+//! Reading configuration files: parsing with positions, the rules that span entries, and the
+//! folder form (`--config-dir`) with its own rule that services differ in name and address.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::Spanned;
+
+use super::{ProviderConfig, ServiceConfig};
+
+/// A configuration that could not be used, rendered as `file:line:column: what is wrong`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}{snippet}")]
+    Invalid {
+        path: String,
+        line: u64,
+        column: u64,
+        message: String,
+        snippet: String,
+    },
+    #[error("{path}: {message}")]
+    Whole { path: String, message: String },
+}
+
+impl ServiceConfig {
+    /// Reads, parses and validates one file.
+    pub fn load(path: &Path) -> Result<ServiceConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &shown, base_dir)
+    }
+
+    /// Parses and validates a file's text; `shown` names it in messages.
+    pub fn parse(text: &str, shown: &str, base_dir: PathBuf) -> Result<ServiceConfig, ConfigError> {
+        // YAML 1.2 booleans only: provider entries are buffered by serde, and a buffered `N`
+        // or `on` (an environment variable, a header) must stay the text it was written as.
+        let options = serde_saphyr::options! { strict_booleans: true };
+        let mut config: ServiceConfig =
+            serde_saphyr::from_str_with_options(text, options).map_err(|e| located(shown, &e))?;
+        config.base_dir = base_dir;
+        config.source = shown.to_owned();
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The rules that span entries: unique provider names, dependencies that exist and are of
+    /// the kind the provider needs, tools that are declared once and take an object.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let mut seen: Vec<&Spanned<ProviderConfig>> = Vec::new();
+        for provider in &self.providers {
+            let name = provider.value.name();
+            if let Some(first) = seen.iter().find(|p| p.value.name() == name) {
+                return Err(self.at(
+                    provider,
+                    format!(
+                        "provider name '{name}' is used twice (first at line {})",
+                        first.referenced.line()
+                    ),
+                ));
+            }
+            seen.push(provider);
+            self.validate_entry(&provider.value)
+                .map_err(|message| self.at(provider, format!("provider '{name}': {message}")))?;
+        }
+        Ok(())
+    }
+
+    fn validate_entry(&self, provider: &ProviderConfig) -> Result<(), String> {
+        let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
+            ProviderConfig::Mcp(_) => return Ok(()),
+            ProviderConfig::Cypher(p) => (
+                "bolt",
+                p.tools
+                    .iter()
+                    .map(|t| (t.name.as_str(), &t.input_schema))
+                    .collect(),
+            ),
+            ProviderConfig::Http(p) => {
+                if p.tools.is_empty() && p.openapi.is_none() && p.usage_tool.is_none() {
+                    return Err("declares no tools".into());
+                }
+                for tool in &p.tools {
+                    check_http_tool(tool).map_err(|m| format!("tool '{}': {m}", tool.name))?;
+                }
+                (
+                    "http",
+                    p.tools
+                        .iter()
+                        .map(|t| (t.name.as_str(), &t.input_schema))
+                        .collect(),
+                )
+            }
+        };
+        let dependency = provider.dependency().unwrap_or_default();
+        match self.dependency(dependency) {
+            None => {
+                return Err(format!(
+                    "dependency '{dependency}' is not in `dependencies`"
+                ));
+            }
+            Some(d) if d.kind() != wanted => {
+                return Err(format!(
+                    "dependency '{dependency}' is {}, a {} provider needs {wanted}",
+                    d.kind(),
+                    provider.kind()
+                ));
+            }
+            Some(_) => {}
+        }
+        if matches!(provider, ProviderConfig::Cypher(_)) && tools.is_empty() {
+            return Err("declares no tools".into());
+        }
+        let mut names = BTreeSet::new();
+        for (name, input_schema) in tools {
+            if !names.insert(name) {
+                return Err(format!("tool '{name}': declared twice"));
+            }
+            if input_schema["type"] != "object" {
+                return Err(format!(
+                    "tool '{name}': input_schema must have `type: object`"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn at<T>(&self, spanned: &Spanned<T>, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.source.clone(),
+            line: spanned.referenced.line(),
+            column: spanned.referenced.column(),
+            message,
+            snippet: String::new(),
+        }
+    }
+}
+
+fn check_http_tool(tool: &super::HttpTool) -> Result<(), String> {
+    if let Some(method) = &tool.method
+        && !["GET", "POST", "PUT", "PATCH", "DELETE"]
+            .contains(&method.to_ascii_uppercase().as_str())
+    {
+        return Err(format!(
+            "method '{method}' is not one of GET, POST, PUT, PATCH, DELETE"
+        ));
+    }
+    if let Some(pointer) = &tool.result
+        && !(pointer.is_empty() || pointer.starts_with('/'))
+    {
+        return Err(format!(
+            "result '{pointer}' is not a JSON pointer (\"\" or starting with '/')"
+        ));
+    }
+    Ok(())
+}
+
+/// Turns a parser error into `file:line:column: message` plus the parser's snippet.
+fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
+    let rendered = error.to_string();
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or_default();
+    // The first line reads "error: line L column C: message"; keep only the message.
+    let message =
+        first
+            .split_once(": ")
+            .map(|(_, rest)| rest)
+            .map(|rest| match rest.split_once(": ") {
+                Some((position, msg)) if position.starts_with("line ") => msg,
+                _ => rest,
+            });
+    let message = message.unwrap_or(first).to_owned();
+    let snippet: String = lines
+        .map(|l| format!("\n{}", l.replace("<input>", shown)))
+        .collect::<String>();
+    match error.location() {
+        Some(loc) => ConfigError::Invalid {
+            path: shown.to_owned(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+            snippet,
+        },
+        None => ConfigError::Whole {
+            path: shown.to_owned(),
+            message: rendered,
+        },
+    }
+}
+
+/// Every `*.yaml` file of a folder, sorted, each loaded; the first error stops the scan.
+pub fn load_dir(dir: &Path) -> Result<Vec<ServiceConfig>, ConfigError> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml") && is_service_file(p))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(ConfigError::Whole {
+            path: shown,
+            message: "no service *.yaml file in this folder".into(),
+        });
+    }
+    let configs = files
+        .iter()
+        .map(|f| ServiceConfig::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_distinct(&configs)?;
+    Ok(configs)
+}
+
+/// `services.yaml` is the registry of services (for the wrapper generator), not a service.
+fn is_service_file(path: &Path) -> bool {
+    path.file_stem().is_some_and(|s| s != "services")
+}
+
+/// Services run in one process must differ in name and in address.
+pub fn check_distinct(configs: &[ServiceConfig]) -> Result<(), ConfigError> {
+    for (i, a) in configs.iter().enumerate() {
+        for b in &configs[..i] {
+            if a.service.name == b.service.name {
+                return Err(ConfigError::Whole {
+                    path: a.source.clone(),
+                    message: format!(
+                        "service name '{}' is also used by {}",
+                        a.service.name, b.source
+                    ),
+                });
+            }
+            if a.service.port == b.service.port && a.service.host == b.service.host {
+                return Err(ConfigError::Whole {
+                    path: a.source.clone(),
+                    message: format!("port {} is also used by {}", a.service.port, b.source),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LogFormat;
+
+    fn parse(text: &str) -> Result<ServiceConfig, String> {
+        ServiceConfig::parse(text, "t.yaml", PathBuf::from(".")).map_err(|e| e.to_string())
+    }
+
+    const MINIMAL: &str = "service: { name: docs, port: 8003 }\n";
+
+    #[test]
+    fn minimal_file_gets_the_defaults() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.service.host, "127.0.0.1");
+        assert_eq!(c.limits.max_body_bytes, 1_048_576);
+        assert_eq!(
+            c.limits.call_timeout,
+            std::time::Duration::from_millis(30_000)
+        );
+        assert_eq!(c.security.rate_limit, 50_000);
+        assert_eq!(
+            c.monitoring.health_check_interval,
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(c.logging.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn value_errors_point_at_the_value() {
+        let e = parse("service: { name: docs, port: 80 }\n").unwrap_err();
+        assert!(e.starts_with("t.yaml:1:"), "{e}");
+        assert!(e.contains("port must be from 1024 to 65535, got 80"), "{e}");
+        let e = parse("service:\n  name: Docs\n  port: 8000\n").unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:2:9: service name 'Docs' must match"),
+            "{e}"
+        );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nmonitoring: { health_check_interval: 5 }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:2:") && e.contains("at least 10, got 5"),
+            "{e}"
+        );
+        let e =
+            parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n").unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:3:15: must be an integer of at least 10, got 9"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_position() {
+        let e =
+            parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n").unwrap_err();
+        assert!(e.starts_with("t.yaml:3:3: unknown field `max_body`"), "{e}");
+    }
+
+    #[test]
+    fn providers_are_checked_together() {
+        let two = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x }\n  - { name: a, kind: mcp, url: \"http://h/mcp\" }\n";
+        let e = parse(two).unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:4:") && e.contains("'a' is used twice (first at line 3)"),
+            "{e}"
+        );
+        let neither =
+            "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp }\n";
+        assert!(
+            parse(neither)
+                .unwrap_err()
+                .contains("needs `command` (stdio) or `url`")
+        );
+        let both = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x, url: \"http://h\" }\n";
+        assert!(parse(both).unwrap_err().contains("not both"));
+        let kind = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: soap, command: x }\n";
+        assert!(parse(kind).unwrap_err().contains("soap"));
+    }
+
+    #[test]
+    fn a_field_of_another_kind_is_unknown_at_its_entry() {
+        let text = "service: { name: docs, port: 8000 }\ndependencies:\n  db: { kind: bolt, uri: \"bolt://h:1\" }\nproviders:\n  - name: q\n    kind: cypher\n    dependency: db\n    url: \"http://h\"\n    tools: []\n";
+        let e = parse(text).unwrap_err();
+        assert!(e.starts_with("t.yaml:5:"), "{e}");
+        assert!(e.contains("unknown field `url`"), "{e}");
+        let wrong = "service: { name: docs, port: 8000 }\ndependencies:\n  api: { kind: http, base_url: \"http://h\" }\nproviders:\n  - { name: q, kind: cypher, dependency: api, tools: [{ name: t, description: d, input_schema: { type: object }, query: \"RETURN 1\" }] }\n";
+        let e = parse(wrong).unwrap_err();
+        assert!(
+            e.contains("dependency 'api' is http, a cypher provider needs bolt"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn buffered_scalars_keep_their_text() {
+        let text = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x, args: [--port, 8080, true, on], env: { N: 1, Y: off } }\n";
+        let c = parse(text).unwrap();
+        let ProviderConfig::Mcp(mcp) = &c.providers[0].value else {
+            panic!("an mcp provider")
+        };
+        let crate::config::McpTransport::Stdio(stdio) = &mcp.transport else {
+            panic!("stdio")
+        };
+        assert_eq!(stdio.args, ["--port", "8080", "true", "on"]);
+        assert_eq!(stdio.env["N"], "1");
+        assert_eq!(stdio.env["Y"], "off");
+    }
+
+    #[test]
+    fn syntax_errors_have_a_position() {
+        let e = parse("service: [\n").unwrap_err();
+        assert!(e.starts_with("t.yaml:"), "{e}");
+    }
+}

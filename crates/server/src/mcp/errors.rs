@@ -1,0 +1,147 @@
+//! How the contract's failures are answered over MCP, in one table (docs/mcp.md shows it):
+//! a tool that ran and failed is a result with `isError: true`; an unknown tool and invalid
+//! arguments are JSON-RPC errors with `data: {code, request_id, …}`; what the HTTP layer
+//! refuses keeps the envelope and its status.
+
+use contract::ErrorCode as Code;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorCode};
+use serde_json::json;
+
+/// The JSON-RPC error codes the MCP surface answers with.
+pub mod jsonrpc {
+    /// The request is not one the session can take (sent before the handshake, a duplicate id).
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// Unknown tool or invalid arguments.
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// The session is closed, expired or unknown (MCP servers' convention, with HTTP 404).
+    pub const SESSION_NOT_FOUND: i32 = -32001;
+}
+
+/// How a failure is answered over MCP: as a tool result with `isError: true` (the tool ran, or
+/// tried to, and failed) or as a JSON-RPC error (the request itself was wrong).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpAnswer {
+    ToolError,
+    JsonRpc(i32),
+    /// Answered before JSON-RPC, by the HTTP layer, with the contract's HTTP status.
+    Http,
+}
+
+/// The one table mapping the contract's codes onto MCP (docs/mcp.md shows it).
+pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
+    match code {
+        Code::ToolNotFound => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
+            "Unknown tool: {tool}",
+        ),
+        Code::InvalidArguments => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
+            "Invalid arguments for tool {tool}: see data.validation_errors",
+        ),
+        Code::InvalidRequest => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_REQUEST),
+            "Invalid request: {reason}",
+        ),
+        Code::InternalError => (
+            McpAnswer::JsonRpc(jsonrpc::INTERNAL_ERROR),
+            "Internal error",
+        ),
+        Code::ExecutionError => (
+            McpAnswer::ToolError,
+            "{the tool's or the dependency's message}",
+        ),
+        Code::Timeout => (
+            McpAnswer::ToolError,
+            "Tool '{tool}' did not answer within {ms} ms; the call was cancelled",
+        ),
+        Code::Unauthorized
+        | Code::NotFound
+        | Code::MethodNotAllowed
+        | Code::PayloadTooLarge
+        | Code::RateLimited
+        | Code::ServiceUnavailable => (
+            McpAnswer::Http,
+            "the envelope, with the HTTP status of the code",
+        ),
+    }
+}
+
+/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
+pub(super) fn error_for(
+    failure: crate::service::CallFailure,
+    request_id: &str,
+) -> Result<CallToolResponse, McpError> {
+    let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
+    if let Some(issues) = &failure.validation_errors {
+        data["validation_errors"] = json!(issues);
+    }
+    match mcp_mapping(failure.code).0 {
+        McpAnswer::ToolError => {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message)]);
+            result.structured_content = Some(data);
+            Ok(CallToolResponse::Complete(result))
+        }
+        McpAnswer::JsonRpc(code) => {
+            Err(McpError::new(ErrorCode(code), failure.message, Some(data)))
+        }
+        McpAnswer::Http => Err(McpError::new(
+            ErrorCode(jsonrpc::INTERNAL_ERROR),
+            failure.message,
+            Some(data),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_mcp_answer() {
+        use McpAnswer::*;
+        let table: Vec<(Code, McpAnswer)> =
+            Code::ALL.iter().map(|c| (*c, mcp_mapping(*c).0)).collect();
+        assert_eq!(
+            table,
+            vec![
+                (Code::ToolNotFound, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::InvalidArguments, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
+                (Code::Unauthorized, Http),
+                (Code::NotFound, Http),
+                (Code::MethodNotAllowed, Http),
+                (Code::PayloadTooLarge, Http),
+                (Code::RateLimited, Http),
+                (Code::ExecutionError, ToolError),
+                (Code::InternalError, JsonRpc(jsonrpc::INTERNAL_ERROR)),
+                (Code::ServiceUnavailable, Http),
+                (Code::Timeout, ToolError),
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_errors_are_results_and_request_errors_are_json_rpc() {
+        let failure = |code| crate::service::CallFailure {
+            code,
+            message: "m".into(),
+            validation_errors: None,
+        };
+        match error_for(failure(Code::Timeout), "rid") {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.is_error, Some(true));
+                assert_eq!(r.structured_content.unwrap()["retryable"], true);
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(failure(Code::ToolNotFound), "rid") {
+            Err(e) => {
+                assert_eq!(e.code.0, jsonrpc::INVALID_PARAMS);
+                assert_eq!(e.data.unwrap()["request_id"], "rid");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

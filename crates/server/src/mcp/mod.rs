@@ -1,0 +1,47 @@
+//! The incoming MCP surface of a service: the same tools as the REST routes, for agents.
+//!
+//! `/mcp` is rmcp's Streamable HTTP server running [`handler::McpBridge`] behind our
+//! [`gate`] (Host/Origin via [`origin`], the session rules of [`sessions`], duplicate ids);
+//! `/sse` + `/messages` is the legacy transport ([`legacy_sse`]) with the same gate and bridge.
+//! Failures are answered as [`errors`] maps them. The outgoing side (MCP servers we call) is
+//! `provider::mcp`.
+
+pub mod errors;
+pub mod gate;
+pub mod handler;
+pub mod legacy_sse;
+pub mod origin;
+pub mod sessions;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+
+use crate::service::Service;
+
+/// The MCP routes of one service, to be merged into its router; they end when the service's
+/// drain is cancelled.
+pub fn router(service: Arc<Service>) -> Router {
+    let settings = service.settings();
+    let rules = settings.config.mcp.clone();
+    let book = sessions::SessionBook::new(rules.session_ttl, rules.max_sessions);
+    let stop = service.drain().clone();
+    let (endpoint, rmcp_sessions) = handler::endpoint(service.clone(), stop.token());
+    gate::sweep_sessions(book.clone(), rmcp_sessions, stop);
+    let gate = gate::McpGate {
+        book,
+        rules: Arc::new(rules),
+        in_flight: gate::InFlight::default(),
+        max_body: settings.config.limits.max_body_bytes,
+    };
+    let streamable = Router::new()
+        .fallback_service(endpoint)
+        .layer(from_fn_with_state(gate.clone(), gate::gate));
+    let legacy = Router::new()
+        .route("/sse", get(legacy_sse::open))
+        .route("/messages", post(legacy_sse::message))
+        .with_state(legacy_sse::SseSessions::new(service, gate));
+    Router::new().nest("/mcp", streamable).merge(legacy)
+}

@@ -1,0 +1,223 @@
+//! The supervisor of one MCP server: connects (spawn or dial, initialize, list every tool),
+//! keeps the connection checked with pings, refetches tools on `list_changed`, and when the
+//! connection dies marks the dependency unavailable and reconnects with capped exponential
+//! backoff.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use contract::{DependencyState, DependencyStatus, ToolSchema};
+use rmcp::model::ClientRequest;
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient};
+
+use super::client::GatewayClient;
+use super::upstream::{self};
+use super::{Inner, result};
+use crate::sync::Unpoisoned;
+
+/// How long one connection attempt (spawn/connect, initialize, list tools) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// First and longest wait between reconnection attempts.
+const BACKOFF_MIN: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that lived this long resets the backoff: the next failure is a new incident.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// Why a connection ended.
+enum Ended {
+    Stopped,
+    Lost(String),
+}
+
+impl Inner {
+    /// The live connection, if any.
+    pub(super) fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read_unpoisoned().clone()
+    }
+
+    /// The dependency status as the supervisor last recorded it.
+    pub(super) fn current_status(&self) -> DependencyStatus {
+        self.status.read_unpoisoned().clone()
+    }
+
+    pub(super) async fn supervise(self: Arc<Self>) {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            if self.shutdown.is_cancelled() {
+                break;
+            }
+            let attempt = Instant::now();
+            // Stopping must not wait for a server that never finishes its handshake.
+            let connected = tokio::select! {
+                connected = self.connect() => connected,
+                _ = self.shutdown.cancelled() => break,
+            };
+            let ended = match connected {
+                Ok((running, tools)) => {
+                    self.set_connected(running.peer().clone(), tools, attempt.elapsed());
+                    self.first_attempt_done.send_replace(true);
+                    let ended = self.serve_until_ended(running).await;
+                    self.set_unavailable(match &ended {
+                        Ended::Stopped => "stopped".to_owned(),
+                        Ended::Lost(why) => why.clone(),
+                    });
+                    if attempt.elapsed() > STABLE_AFTER {
+                        backoff = BACKOFF_MIN;
+                    }
+                    ended
+                }
+                Err(why) => Ended::Lost(why),
+            };
+            let Ended::Lost(why) = ended else { break };
+            tracing::warn!(
+                service = %self.service, provider = %self.name, retry_in_ms = backoff.as_millis() as u64,
+                "MCP server unavailable: {why}"
+            );
+            self.set_unavailable(format!("{why}; retrying in {} ms", backoff.as_millis()));
+            // Only now: whoever waits for the first attempt must find its outcome recorded.
+            self.first_attempt_done.send_replace(true);
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.shutdown.cancelled() => break,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        self.first_attempt_done.send_replace(true);
+    }
+
+    /// Connects, initializes and fetches every page of the tool list.
+    async fn connect(
+        &self,
+    ) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
+        // Failures are kept as text: they become the dependency's `error` in /health.
+        let handler = GatewayClient {
+            refresh: self.refresh.clone(),
+            progress: self.progress.clone(),
+        };
+        let serving = upstream::serve(
+            &self.endpoint,
+            handler,
+            &self.shutdown,
+            (&self.service, &self.name),
+        );
+        let running = tokio::time::timeout(CONNECT_TIMEOUT, serving)
+            .await
+            .map_err(|_| {
+                format!(
+                    "no answer to initialize within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|e| e.to_string())?;
+        let tools = tokio::time::timeout(CONNECT_TIMEOUT, running.peer().list_all_tools())
+            .await
+            .map_err(|_| "tools/list did not answer in time".to_owned())?
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok((running, tools.iter().map(result::tool_schema).collect()))
+    }
+
+    /// Runs until the connection closes or we are told to stop, refetching tools on request.
+    async fn serve_until_ended(&self, running: RunningService<RoleClient, GatewayClient>) -> Ended {
+        let peer = running.peer().clone();
+        let cancel = running.cancellation_token();
+        let mut waiting = std::pin::pin!(running.waiting());
+        let mut checks = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.check_every,
+            self.check_every,
+        );
+        loop {
+            tokio::select! {
+                _ = checks.tick() => {
+                    if let Err(why) = self.ping(&peer).await {
+                        self.clear_peer();
+                        cancel.cancel();
+                        let _ = waiting.await;
+                        return Ended::Lost(why);
+                    }
+                }
+                reason = &mut waiting => {
+                    return Ended::Lost(format!("connection closed ({})", match reason {
+                        Ok(r) => format!("{r:?}"),
+                        Err(e) => e.to_string(),
+                    }));
+                }
+                _ = self.shutdown.cancelled() => {
+                    self.clear_peer();
+                    cancel.cancel();
+                    let _ = waiting.await;
+                    return Ended::Stopped;
+                }
+                _ = self.reconnect.notified() => {
+                    self.clear_peer();
+                    cancel.cancel();
+                    let _ = waiting.await;
+                    return Ended::Lost("connection failed during a call".into());
+                }
+                _ = self.refresh.notified() => {
+                    match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
+                        Ok(Ok(tools)) => {
+                            let tools: Vec<ToolSchema> = tools.iter().map(result::tool_schema).collect();
+                            tracing::info!(service = %self.service, provider = %self.name, tools = tools.len(), "tool list changed upstream");
+                            *self.tools.write_unpoisoned() = tools;
+                            self.tools_changed.notify_one();
+                        }
+                        Ok(Err(e)) => tracing::warn!(service = %self.service, provider = %self.name, "refetching tools failed: {e}"),
+                        Err(_) => tracing::warn!(service = %self.service, provider = %self.name, "refetching tools timed out"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The periodic health check: an MCP `ping`, answered within 5 s.
+    pub(super) async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let started = Instant::now();
+        let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
+        match tokio::time::timeout(Duration::from_secs(5), ping).await {
+            Ok(Ok(_)) => {
+                let mut status = self.status.write_unpoisoned();
+                status.response_time_ms = Some(started.elapsed().as_millis() as u64);
+                status.last_ok = Some(crate::clock::timestamp());
+                Ok(())
+            }
+            Ok(Err(e)) => Err(format!("ping failed: {e}")),
+            Err(_) => Err("ping not answered within 5 s".to_owned()),
+        }
+    }
+
+    fn set_connected(&self, peer: Peer<RoleClient>, tools: Vec<ToolSchema>, took: Duration) {
+        tracing::info!(
+            service = %self.service, provider = %self.name, tools = tools.len(),
+            "connected to MCP server ({})", self.endpoint.describe()
+        );
+        *self.tools.write_unpoisoned() = tools;
+        *self.peer.write_unpoisoned() = Some(peer);
+        *self.status.write_unpoisoned() = DependencyStatus {
+            status: DependencyState::Connected,
+            response_time_ms: Some(took.as_millis() as u64),
+            error: None,
+            last_ok: Some(crate::clock::timestamp()),
+        };
+        self.tools_changed.notify_one();
+    }
+
+    fn set_unavailable(&self, why: String) {
+        self.clear_peer();
+        let mut status = self.status.write_unpoisoned();
+        let message = format!("{why} ({})", self.endpoint.describe());
+        *status = DependencyStatus {
+            status: DependencyState::Unavailable,
+            response_time_ms: None,
+            error: Some(crate::provider::with_hint(
+                &message,
+                self.setup_hint.as_deref(),
+            )),
+            last_ok: status.last_ok.take(),
+        };
+    }
+
+    fn clear_peer(&self) {
+        self.peer.write_unpoisoned().take();
+    }
+}

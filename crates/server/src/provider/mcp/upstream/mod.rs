@@ -1,0 +1,130 @@
+//! Reaching an MCP server: which transport a provider uses, built from its configuration with
+//! `${VAR}` expanded, and the one place a connection is opened and the handshake run.
+
+pub mod sse;
+pub mod stdio;
+pub mod streamable_http;
+
+use std::path::Path;
+
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+
+use self::stdio::StdioSpec;
+use self::streamable_http::HttpSpec;
+use super::client::GatewayClient;
+use crate::config::{EnvError, McpTransport};
+use crate::runtime::shutdown::Shutdown;
+
+/// Why a provider's endpoint could not be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error("cwd '{path}': {source}")]
+    Cwd {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("'{0}' is not a valid HTTP header name")]
+    HeaderName(String),
+    // The value is a secret as often as not: never echo it.
+    #[error("header '{0}' has a value that is not valid in HTTP")]
+    HeaderValue(String),
+}
+
+/// Why a connection could not be opened; the text becomes the dependency's error in /health.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot start '{program}': {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to {url}: {source}")]
+    Connect {
+        url: String,
+        source: rmcp::service::ClientInitializeError,
+    },
+    #[error("initialize failed: {0}")]
+    Initialize(rmcp::service::ClientInitializeError),
+    #[error(transparent)]
+    Sse(#[from] sse::SseError),
+}
+
+/// How the server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Endpoint {
+    Stdio(StdioSpec),
+    StreamableHttp(HttpSpec),
+    LegacySse(HttpSpec),
+}
+
+impl Endpoint {
+    /// The endpoint a transport entry describes; relative paths are against `base_dir`.
+    pub fn new(base_dir: &Path, transport: &McpTransport) -> Result<Endpoint, EndpointError> {
+        Ok(match transport {
+            McpTransport::Stdio(stdio) => Endpoint::Stdio(StdioSpec::new(base_dir, stdio)?),
+            McpTransport::StreamableHttp(http) => Endpoint::StreamableHttp(HttpSpec::new(http)?),
+            McpTransport::LegacySse(http) => Endpoint::LegacySse(HttpSpec::new(http)?),
+        })
+    }
+
+    /// For logs and /health: no credentials, no query.
+    pub fn describe(&self) -> String {
+        match self {
+            Endpoint::Stdio(s) => format!("stdio: {}", s.program),
+            Endpoint::StreamableHttp(h) => format!("streamable-http: {}", h.redacted_url()),
+            Endpoint::LegacySse(h) => format!("sse: {}", h.redacted_url()),
+        }
+    }
+}
+
+/// Opens the connection and runs the MCP handshake with `handler` as our side. A stdio child's
+/// stderr goes to our log, tagged with `who` (service, provider).
+pub async fn serve(
+    endpoint: &Endpoint,
+    handler: GatewayClient,
+    tasks: &Shutdown,
+    who: (&str, &str),
+) -> Result<RunningService<RoleClient, GatewayClient>, ConnectError> {
+    let (service, provider) = who;
+    match endpoint {
+        Endpoint::Stdio(spec) => {
+            let (transport, stderr, pid) = spec.spawn().map_err(|source| ConnectError::Spawn {
+                program: spec.program.clone(),
+                source,
+            })?;
+            if let Some(stderr) = stderr {
+                stdio::forward_stderr(stderr, tasks, service.to_owned(), provider.to_owned(), pid);
+            }
+            tracing::info!(
+                service,
+                provider,
+                pid,
+                "started MCP server {}",
+                spec.program
+            );
+            handler
+                .serve(transport)
+                .await
+                .map_err(ConnectError::Initialize)
+        }
+        Endpoint::StreamableHttp(spec) => {
+            handler
+                .serve(spec.transport())
+                .await
+                .map_err(|source| ConnectError::Connect {
+                    url: spec.redacted_url(),
+                    source,
+                })
+        }
+        Endpoint::LegacySse(spec) => {
+            let transport = sse::connect(spec, tasks).await?;
+            handler
+                .serve(transport)
+                .await
+                .map_err(ConnectError::Initialize)
+        }
+    }
+}

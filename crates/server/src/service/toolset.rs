@@ -1,0 +1,72 @@
+//! The tools a service offers right now, with every form clients read them in built once per
+//! change of the list: the registry (lookup and compiled validators), GET /tools's `data`, MCP
+//! `tools/list`, and the per-service OpenAPI document.
+
+use std::sync::Arc;
+
+use contract::service_document::{Limits, service_document};
+use contract::{ToolSchema, ToolsResponse};
+use rmcp::model::Tool;
+use serde_json::{Value, json};
+
+use super::registry::ToolRegistry;
+use crate::config::ServiceConfig;
+use crate::provider::Provider;
+
+/// The providers and what was derived from their tools, replaced together.
+pub(super) struct ToolSet {
+    pub providers: Vec<Arc<dyn Provider>>,
+    pub registry: ToolRegistry,
+    pub openapi: Arc<Value>,
+    /// GET /tools's `data`, built once per tool list rather than per request.
+    pub tools_data: Arc<Value>,
+    /// The same tools as MCP `tools/list` answers them, also built once per tool list.
+    pub mcp_tools: Arc<Vec<rmcp::model::Tool>>,
+}
+
+impl ToolSet {
+    /// The providers with their registry, and every form derived from its tools.
+    pub fn new(
+        name: &str,
+        version: &str,
+        config: &ServiceConfig,
+        providers: Vec<Arc<dyn Provider>>,
+        registry: ToolRegistry,
+    ) -> ToolSet {
+        let limits = Limits {
+            max_body_bytes: config.limits.max_body_bytes as u64,
+            call_timeout_ms: config.limits.call_timeout.as_millis() as u64,
+        };
+        ToolSet {
+            openapi: Arc::new(service_document(name, version, registry.tools(), limits)),
+            tools_data: Arc::new(tools_data(name, version, registry.tools())),
+            mcp_tools: Arc::new(mcp_tools(registry.tools())),
+            providers,
+            registry,
+        }
+    }
+}
+
+/// GET /tools's `data`: the service, its version and its tools.
+fn tools_data(name: &str, version: &str, tools: &[ToolSchema]) -> Value {
+    serde_json::to_value(ToolsResponse {
+        service: name.to_owned(),
+        version: version.to_owned(),
+        tools: tools.to_vec(),
+    })
+    .unwrap_or(Value::Null)
+}
+
+/// The tools as MCP `tools/list` lists them.
+fn mcp_tools(tools: &[ToolSchema]) -> Vec<Tool> {
+    tools
+        .iter()
+        .filter_map(|t| {
+            let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+            if let Some(annotations) = &t.annotations {
+                tool["annotations"] = annotations.clone();
+            }
+            serde_json::from_value::<Tool>(tool).ok()
+        })
+        .collect()
+}
