@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Owns installing (and uninstalling) the gateway for one user: the release binary, the services'
-# configs, the registry and services-manager.sh into a prefix; on macOS one LaunchAgent per
-# service (rendered by render-plists.sh into ~/Library/LaunchAgents, bootstrapped into
-# gui/$UID); on Linux optionally the systemd user unit (--systemd). Idempotent both ways:
+# configs, the registry and services-manager.sh (with its lib/) into a prefix; on macOS one
+# LaunchAgent per service (rendered by render-plists.sh into ~/Library/LaunchAgents, bootstrapped
+# into gui/$UID); on Linux optionally the systemd user unit (--systemd). Idempotent both ways:
 # a second run changes nothing, --uninstall removes what install put there. --dry-run prints
 # every step without doing it. Runs on bash 3.2 (macOS) and later. See docs/operations.md.
 set -euo pipefail
@@ -15,6 +15,14 @@ DEFAULT_SERVICES="ai-gateway code-graph-rag seekr docwell"
 DEFAULT_LABEL_PREFIX="com.mcp-http-gateway"
 UNIT_NAME="mcp-http-gateway@.service"
 UNIT_DEFAULT_PREFIX='%h/.local/share/mcp-http-gateway'
+# Where services-manager.sh's parts (launchd/lib/*.sh) go under the prefix; it looks there.
+MANAGER_LIB=lib/services-manager
+
+prog=install
+# shellcheck source=SCRIPTDIR/lib/common.sh
+source "$here/lib/common.sh"
+# shellcheck source=SCRIPTDIR/lib/envfile.sh
+source "$here/lib/envfile.sh"
 
 usage() {
   cat <<EOF
@@ -24,6 +32,7 @@ Usage: launchd/install.sh [OPTIONS]
 Installs for the current user:
   PREFIX/bin/mcp-http-gateway        the release binary (built with cargo, or --binary)
   PREFIX/bin/services-manager.sh     start/stop/status/logs/health (docs/operations.md)
+  PREFIX/$MANAGER_LIB/*.sh   its parts (launchd/lib/*.sh), sourced by it
   PREFIX/config/<service>.yaml       each service's config (from config/ of this checkout)
   PREFIX/config/services.yaml        the registry; services not installed are enabled: false
   PREFIX/config/gateway.env          with --env-file: the backends' environment (KEY=VALUE)
@@ -65,9 +74,6 @@ Exit codes: 0 done; 1 a step failed; 2 usage error.
 EOF
 }
 
-die() { echo "install: $*" >&2; exit 1; }
-die_usage() { echo "install: $*" >&2; echo "Run with --help for usage." >&2; exit 2; }
-
 binary="" prefix="" label_prefix="" log_dir="" services="" env_file="" target=""
 systemd=0 no_start=0 overwrite_config=0 uninstall=0 purge=0 dry_run=0
 while [ $# -gt 0 ]; do
@@ -106,10 +112,7 @@ prefix="${prefix%/}"
 recorded="$prefix/install.env"
 
 # A value install.env recorded (empty when absent).
-recorded_value() {
-  [ -f "$recorded" ] || return 0
-  sed -n "s/^$1=//p" "$recorded" | tail -n 1
-}
+recorded_value() { env_value "$recorded" "$1"; }
 
 target="${target:-$(recorded_value TARGET)}"
 if [ -z "$target" ]; then
@@ -311,6 +314,8 @@ do_uninstall() {
 
   remove_file "$prefix/bin/mcp-http-gateway"
   remove_file "$prefix/bin/services-manager.sh"
+  # Every part of the manager there, this checkout's or an older one's: the folder is its own.
+  for f in "$prefix/$MANAGER_LIB"/*.sh; do remove_file "$f"; done
   for name in $services services; do
     f="$prefix/config/$name.yaml"
     if [ -f "$f" ] && [ -f "$prefix/config/.dist/$name.yaml" ] && ! cmp -s "$f" "$prefix/config/.dist/$name.yaml" && [ "$purge" -eq 0 ]; then
@@ -334,7 +339,8 @@ do_uninstall() {
   fi
   # The folders: those install recorded creating, and the prefix's own; deepest first.
   local dirs
-  dirs="$(printf '%s\n' "$created_dirs" "$prefix/config/.dist" "$prefix/config" "$prefix/bin" |
+  dirs="$(printf '%s\n' "$created_dirs" "$prefix/config/.dist" "$prefix/config" "$prefix/bin" \
+    "$prefix/$MANAGER_LIB" "$(dirname "$prefix/$MANAGER_LIB")" |
     awk -F/ 'NF > 1 && !seen[$0]++ { print NF "\t" $0 }' | sort -rn | cut -f 2-)"
   while IFS= read -r f; do
     remove_dir_if_empty "$f"
@@ -402,8 +408,17 @@ else
 fi
 
 make_dir "$prefix/bin"
+make_dir "$prefix/$MANAGER_LIB"
 make_dir "$prefix/config/.dist"
 if place "$binary" "$prefix/bin/mcp-http-gateway" 755; then all_changed=1; fi
+# The manager's parts before the manager, so that a new manager never sources old parts.
+for f in "$here"/lib/*.sh; do
+  place "$f" "$prefix/$MANAGER_LIB/$(basename "$f")" 644 || true
+done
+for f in "$prefix/$MANAGER_LIB"/*.sh; do
+  # A part an older version had and this one has not.
+  if [ -e "$f" ] && [ ! -e "$here/lib/$(basename "$f")" ]; then remove_file "$f"; fi
+done
 place "$here/services-manager.sh" "$prefix/bin/services-manager.sh" 755 || true
 
 for s in $services; do
@@ -454,9 +469,13 @@ if [ "$target" = macos ]; then
   done
   config_src="$prefix/config"
   [ -d "$config_src" ] || config_src="$repo/config"
+  # The binary being installed reads the grace periods (in a dry run before a build, one of
+  # render-plists.sh's own).
+  reader=""
+  [ ! -x "$binary" ] || reader="$binary"
   "$here/render-plists.sh" --out "$scratch/plists" --prefix "$prefix" --log-dir "$log_dir" \
     --label-prefix "$label_prefix" --services "$services" --config-src "$config_src" \
-    ${effective_env:+--env-file "$effective_env"} >/dev/null
+    ${effective_env:+--env-file "$effective_env"} ${reader:+--binary "$reader"} >/dev/null
   for s in $services; do
     label="$label_prefix.$s"
     if place "$scratch/plists/$label.plist" "$agents/$label.plist" 600 "launchd/service.plist.template"; then

@@ -3,7 +3,8 @@
 # <label prefix>.<service>.plist per service, so that the plists cannot drift from each other.
 # launchd/install.sh calls it with the installation's paths; with --reference it renders the
 # committed example plists in launchd/ (for a user whose home is /Users/you), and --check says
-# whether those are up to date. Runs on bash 3.2 (macOS) and later.
+# whether those are up to date. Each service's grace period is read with the gateway binary
+# (config get; lib/config.sh). Runs on bash 3.2 (macOS) and later.
 set -euo pipefail
 # bash 5.2 would make "&" in ${var//pattern/replacement} stand for the match.
 shopt -u patsub_replacement 2>/dev/null || true
@@ -11,6 +12,14 @@ shopt -u patsub_replacement 2>/dev/null || true
 here="$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd -P "$here/.." && pwd)"
 template="$here/service.plist.template"
+
+prog=render-plists
+# shellcheck source=SCRIPTDIR/lib/common.sh
+source "$here/lib/common.sh"
+# shellcheck source=SCRIPTDIR/lib/envfile.sh
+source "$here/lib/envfile.sh"
+# shellcheck source=SCRIPTDIR/lib/config.sh
+source "$here/lib/config.sh"
 
 DEFAULT_SERVICES="ai-gateway code-graph-rag seekr docwell"
 DEFAULT_LABEL_PREFIX="com.mcp-http-gateway"
@@ -34,6 +43,10 @@ Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, 
   --services "A B"     The services (default "$DEFAULT_SERVICES").
   --config-src DIR     Where to read each service's limits.shutdown_grace_ms, which sets
                        ExitTimeOut (grace + 1 s) (default: config/ of this checkout).
+  --binary PATH        The mcp-http-gateway binary that reads them (config get). Default:
+                       MCP_GATEWAY_BIN, else target/release or target/debug of this checkout,
+                       else the one on PATH; the first that has config get. Without one, every
+                       grace period is taken as the default, 5000 ms (and said).
   --env-file FILE      KEY=VALUE lines added to each job's EnvironmentVariables (PATH replaces
                        the default PATH). Values are taken literally.
   --path VALUE         PATH for the jobs. Default: the folders of node, npx, uv, uvx and python3
@@ -48,15 +61,12 @@ Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, 
 EOF
 }
 
-die() { echo "render-plists: $*" >&2; exit 1; }
-die_usage() { echo "render-plists: $*" >&2; echo "Run with --help for usage." >&2; exit 2; }
-
 out="" prefix="" log_dir="" label_prefix="$DEFAULT_LABEL_PREFIX" services="$DEFAULT_SERVICES"
-config_src="$repo/config" env_file="" path_value="" home="${HOME:-}" reference=0 check=0
+config_src="$repo/config" env_file="" path_value="" home="${HOME:-}" reference=0 check=0 binary=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
-    --out | --prefix | --log-dir | --label-prefix | --services | --config-src | --env-file | --path | --home)
+    --out | --prefix | --log-dir | --label-prefix | --services | --config-src | --env-file | --path | --home | --binary)
       [ $# -ge 2 ] || die_usage "$1 needs a value"
       case "$1" in
         --out) out="$2" ;;
@@ -68,6 +78,7 @@ while [ $# -gt 0 ]; do
         --env-file) env_file="$2" ;;
         --path) path_value="$2" ;;
         --home) home="$2" ;;
+        --binary) binary="$2" ;;
       esac
       shift
       ;;
@@ -81,7 +92,7 @@ done
 if [ "$check" -eq 1 ]; then
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/render-plists.XXXXXX")"
   trap 'rm -rf "$scratch"' EXIT
-  "$0" --reference --out "$scratch" >/dev/null
+  "$0" --reference --out "$scratch" ${binary:+--binary "$binary"} >/dev/null
   drift=0
   for f in "$scratch"/*.plist; do
     committed="$here/$(basename "$f")"
@@ -129,29 +140,24 @@ if [ -z "$path_value" ]; then
   done
 fi
 
-# Extra environment: KEY=VALUE lines, comments and blank lines skipped, one pair of surrounding
-# quotes removed (as systemd's EnvironmentFile= does).
+# Extra environment (lib/envfile.sh; here a line that is not KEY=VALUE is an error).
 env_keys=() env_values=()
 if [ -n "$env_file" ]; then
   [ -f "$env_file" ] || die "env file $env_file does not exist"
-  while IFS= read -r line || [ -n "$line" ]; do
-    case "$line" in '' | '#'*) continue ;; esac
-    key="${line%%=*}"
-    value="${line#*=}"
-    if [ "$key" = "$line" ] || ! [[ "$key" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-      die "$env_file: not a KEY=VALUE line: $line"
-    fi
-    case "$value" in
-      \"*\") value="${value#\"}"; value="${value%\"}" ;;
-      \'*\') value="${value#\'}"; value="${value%\'}" ;;
-    esac
+  settings="$(read_env_file "$env_file" strict)" || exit 1
+  while IFS= read -r setting; do
+    [ -n "$setting" ] || continue
+    key="${setting%%=*}"
+    value="${setting#*=}"
     if [ "$key" = PATH ]; then
       path_value="$value"
     else
       env_keys+=("$key")
       env_values+=("$value")
     fi
-  done <"$env_file"
+  done <<EOF
+$settings
+EOF
 fi
 
 xml_escape() {
@@ -173,18 +179,12 @@ while [ "$i" -lt "${#env_keys[@]}" ]; do
   i=$((i + 1))
 done
 
-# limits.shutdown_grace_ms of a service's config (5000 when unset or unreadable).
-grace_ms() {
-  local g=""
-  if [ -f "$config_src/$1.yaml" ]; then
-    g="$(awk '
-      /^[^ \t#]/ { in_limits = ($0 ~ /^limits:[ \t]*(#.*)?$/); next }
-      in_limits && /^[ \t]+shutdown_grace_ms:/ { v = $0; sub(/^[^:]*:[ \t]*/, "", v); sub(/[ \t]*(#.*)?$/, "", v); print v; exit }
-    ' "$config_src/$1.yaml")"
-  fi
-  case "$g" in '' | *[!0-9]*) g=5000 ;; esac
-  echo "$g"
-}
+# The binary that reads each service's limits.shutdown_grace_ms (grace_ms_of: 5000 when unset,
+# unreadable, or no binary can read it).
+config_reader="$(find_config_reader "$binary" "${MCP_GATEWAY_BIN:-}" \
+  "$repo/target/release/mcp-http-gateway" "$repo/target/debug/mcp-http-gateway" \
+  "$(command -v mcp-http-gateway 2>/dev/null || true)")" ||
+  warn "no mcp-http-gateway binary with config get (give --binary or MCP_GATEWAY_BIN, or build one): ExitTimeOut assumes every grace period is the default, 5000 ms"
 
 [ -f "$template" ] || die "template $template is missing"
 unknown="$(grep -o '@[A-Z_]*@' "$template" | sort -u |
@@ -198,7 +198,7 @@ for service in $services; do
   [[ "$service" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "'$service' is not a service name"
   label="$label_prefix.$service"
   target="$out/$label.plist"
-  grace="$(grace_ms "$service")"
+  grace="$(grace_ms_of "$config_src/$service.yaml")"
   # Placeholders are replaced by plain string search (no regex, no '&' surprises), each value
   # XML-escaped.
   R_LABEL="$(xml_escape "$label")" \

@@ -9,8 +9,9 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-  # install.sh treats the binary as opaque but for --version and check-config: a small stand-in
-  # (check-config by the real binary) spares copying and comparing 150 MB at every install.
+  # install.sh treats the binary as opaque but for --version, check-config and (through
+  # render-plists.sh and the installed manager) config get and registry list: a small stand-in
+  # (those by the real binary) spares copying and comparing 150 MB at every install.
   local real
   real="$(gateway_bin)"
   export GATEWAY="$BATS_FILE_TMPDIR/stand-in/mcp-http-gateway"
@@ -21,6 +22,7 @@ setup_file() {
     echo 'case "$1" in'
     echo '  --version) echo "mcp-http-gateway 0.1.0" ;;'
     echo "  check-config) shift; exec '$real' check-config \"\$@\" ;;"
+    echo "  config | registry) exec '$real' \"\$@\" ;;"
     echo '  *) exit 64 ;;'
     echo 'esac'
   } >"$GATEWAY"
@@ -70,6 +72,9 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   [ "$status" -eq 0 ]
   [[ "$output" == *"would install: $PREFIX/bin/mcp-http-gateway (mode 755) from $GATEWAY"* ]]
   [[ "$output" == *"would install: $PREFIX/bin/services-manager.sh"* ]]
+  for f in "$REPO"/launchd/lib/*.sh; do
+    [[ "$output" == *"would install: $PREFIX/lib/services-manager/$(basename "$f") (mode 644)"* ]]
+  done
   [[ "$output" == *"would install: $PREFIX/config/services.yaml"* ]]
   for s in ai-gateway code-graph-rag seekr docwell; do
     [[ "$output" == *"would install: $PREFIX/config/$s.yaml (mode 644) from $REPO/config/$s.yaml"* ]]

@@ -1,17 +1,17 @@
 #!/usr/bin/env bats
-# Owns linting the deployment scripts: every script of launchd/, scripts/install-test-tools.sh
-# and these tests must be shellcheck-clean (info level included), so CI enforces it.
+# Owns linting the deployment scripts: every script of launchd/ and its lib/, scripts/ and its
+# lib/, and these tests must be shellcheck-clean (info level included), so CI enforces it.
 
 load helpers
 
-@test "shellcheck: launchd/*.sh, scripts/*.sh, .ci/run and the tests are clean" {
+@test "shellcheck: launchd/*.sh, launchd/lib/*.sh, scripts/*.sh, .ci/run and the tests are clean" {
   command -v shellcheck >/dev/null 2>&1 || {
     echo "shellcheck is not installed: run scripts/install-test-tools.sh" >&2
     return 1
   }
   run shellcheck --severity=info --external-sources \
-    "$REPO"/launchd/*.sh "$REPO"/scripts/*.sh "$REPO"/scripts/lib/*.sh "$REPO/.ci/run" \
-    "$REPO"/launchd/tests/*.bash "$REPO"/launchd/tests/*.bats
+    "$REPO"/launchd/*.sh "$REPO"/launchd/lib/*.sh "$REPO"/scripts/*.sh "$REPO"/scripts/lib/*.sh \
+    "$REPO/.ci/run" "$REPO"/launchd/tests/*.bash "$REPO"/launchd/tests/*.bats
   echo "$output"
   [ "$status" -eq 0 ]
 }

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts that start servers for a while (loadtest-ci.sh, perf.sh): a scratch folder
 # ($work), the background processes to stop on exit ($pids, plus an ArcadeDB in $work/bolt), free
-# loopback ports, and waiting for an HTTP endpoint.
+# loopback ports, waiting for an HTTP endpoint, and a service config's port (read by the
+# gateway binary, $gateway, which the sourcing script sets).
 
 work="$(mktemp -d)"
 pids=()
@@ -34,5 +35,5 @@ shipped_config() {
   echo "$2/$1.yaml"
 }
 
-# port_of FILE: the service port of a service config.
-port_of() { awk '/^  port:/ {print $2; exit}' "$1"; }
+# port_of FILE: the service port of a service config, as the gateway reads it (config get).
+port_of() { "${gateway:?port_of needs \$gateway, the mcp-http-gateway binary}" config get "$1" service.port; }
