@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use contract::envelope;
+pub use contract::envelope::is_millisecond_utc;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -333,60 +335,21 @@ impl Answer {
         self.body["code"].as_str().unwrap_or("")
     }
 
-    /// The envelope invariants every answer must meet.
+    /// The contract's envelope rules ([`contract::envelope::check`]), the request id echoed
+    /// in `X-Request-Id`, and a JSON content type: what every answer must meet.
     pub fn assert_envelope(&self) {
-        let b = &self.body;
-        let success = b["success"].as_bool().expect("success is a boolean");
-        assert_eq!(
-            b.get("data").is_some(),
-            success,
-            "data present iff success: {b}"
-        );
-        assert_eq!(
-            b.get("error").is_some(),
-            !success,
-            "error present iff failure: {b}"
-        );
-        assert_eq!(
-            b.get("code").is_some(),
-            !success,
-            "code present iff failure: {b}"
-        );
-        let id = b["request_id"].as_str().expect("request_id");
-        assert_eq!(
-            self.headers["x-request-id"].to_str().unwrap(),
-            id,
-            "header and body request id agree"
-        );
-        let ts = b["timestamp"].as_str().expect("timestamp");
-        assert!(
-            is_millisecond_utc(ts),
-            "timestamp {ts} is RFC 3339 UTC with milliseconds and Z"
-        );
-        assert_eq!(self.headers["content-type"], "application/json");
-        if !success {
-            let code: contract::ErrorCode =
-                serde_json::from_value(b["code"].clone()).expect("a known code");
-            assert_eq!(self.status.as_u16(), code.http_status(), "status of {code}");
+        if let Err(violations) = envelope::check(&self.body, self.status.as_u16()) {
+            panic!("not the envelope ({violations}): {}", self.body);
         }
+        let header = self
+            .headers
+            .get(contract::REQUEST_ID_HEADER)
+            .map(|v| v.to_str().expect("X-Request-Id is text"));
+        if let Err(violation) = envelope::check_request_id_header(&self.body, header) {
+            panic!("{violation}: {}", self.body);
+        }
+        assert_eq!(self.headers["content-type"], "application/json");
     }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`
-pub fn is_millisecond_utc(ts: &str) -> bool {
-    let b = ts.as_bytes();
-    b.len() == 24
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b[10] == b'T'
-        && b[13] == b':'
-        && b[16] == b':'
-        && b[19] == b'.'
-        && b[23] == b'Z'
-        && ts
-            .chars()
-            .enumerate()
-            .all(|(i, c)| [4, 7, 10, 13, 16, 19, 23].contains(&i) || c.is_ascii_digit())
 }
 
 pub async fn get(gateway: &Gateway, path: &str) -> Answer {
