@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use contract::envelope::is_millisecond_utc;
 use serde_json::{Value, json};
 
 use crate::harness::*;
