@@ -99,18 +99,16 @@ impl Target {
 }
 
 /// Whether an answer is the one `endpoint` should give: 200, an envelope that meets the
-/// contract's rules ([`contract::envelope::check`]), successful and with `meta` (the gateway
-/// always times its answers), carrying the data that endpoint carries.
+/// contract's rules ([`contract::envelope::check`]) and so a successful one, with `meta` (the
+/// gateway always times its answers), carrying the data that endpoint carries.
 pub fn check(endpoint: Endpoint, status: u16, body: &Value) -> Result<(), String> {
     if status != 200 {
         let code = body["code"].as_str().unwrap_or("no code");
         let error = body["error"].as_str().unwrap_or("");
         return Err(format!("status {status} ({code}: {error})"));
     }
+    // At 200 the envelope check leaves only successes: every error code has another status.
     contract::envelope::check(body, status).map_err(|v| format!("not an envelope: {v}"))?;
-    if body["success"] != true {
-        return Err(format!("success is {}", body["success"]));
-    }
     if !body["meta"].is_object() {
         return Err("envelope without meta".into());
     }
@@ -172,6 +170,12 @@ mod tests {
         assert_eq!(
             check(Endpoint::Tools, 200, &error_too).unwrap_err(),
             "not an envelope: success=true but `error` is present"
+        );
+        let refused = json!({"success": false, "error": "no", "code": "EXECUTION_ERROR",
+            "request_id": "7d0c3f0e-1c2b-4a5e-9f00-0123456789ab", "timestamp": "2026-11-22T10:00:00.000Z"});
+        assert_eq!(
+            check(Endpoint::Call, 200, &refused).unwrap_err(),
+            "not an envelope: code EXECUTION_ERROR must answer 500, not 200"
         );
     }
 }
