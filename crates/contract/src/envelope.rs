@@ -2,7 +2,7 @@
 //!
 //! `success = true` ⇒ `data` present, `error`/`code` absent; `success = false` ⇒ `error` and
 //! `code` present, `data` absent. The constructors are the only way to build one, so the
-//! invariant holds by construction.
+//! invariant holds by construction; [`check`] judges a body that came from elsewhere.
 
 use std::sync::Arc;
 
@@ -11,6 +11,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::{ErrorCode, HealthResponse};
+
+mod rules;
+
+pub use rules::{
+    EnvelopeViolation, EnvelopeViolations, KEYS, REQUIRED_KEYS, check, check_request_id_header,
+    is_millisecond_utc, is_uuid_v4,
+};
 
 /// `{success, data?, error?, code?, request_id, timestamp, meta?}`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

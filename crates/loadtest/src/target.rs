@@ -98,22 +98,17 @@ impl Target {
     }
 }
 
-/// Whether an answer is the one `endpoint` should give: 200 and a successful envelope
-/// (`success`, `data`, `request_id`, `timestamp`, `meta`), with the data that endpoint carries.
+/// Whether an answer is the one `endpoint` should give: 200, an envelope that meets the
+/// contract's rules ([`contract::envelope::check`]) and so a successful one, with `meta` (the
+/// gateway always times its answers), carrying the data that endpoint carries.
 pub fn check(endpoint: Endpoint, status: u16, body: &Value) -> Result<(), String> {
     if status != 200 {
         let code = body["code"].as_str().unwrap_or("no code");
         let error = body["error"].as_str().unwrap_or("");
         return Err(format!("status {status} ({code}: {error})"));
     }
-    if body["success"] != true {
-        return Err(format!("success is {}", body["success"]));
-    }
-    for field in ["request_id", "timestamp"] {
-        if !body[field].is_string() {
-            return Err(format!("envelope without {field}"));
-        }
-    }
+    // At 200 the envelope check leaves only successes: every error code has another status.
+    contract::envelope::check(body, status).map_err(|v| format!("not an envelope: {v}"))?;
     if !body["meta"].is_object() {
         return Err("envelope without meta".into());
     }
@@ -152,6 +147,35 @@ mod tests {
         let mut no_id = ok(json!({"tools": []}));
         no_id.as_object_mut().unwrap().remove("request_id");
         assert!(check(Endpoint::Tools, 200, &no_id).is_err());
+        let mut no_meta = ok(json!({"tools": []}));
+        no_meta.as_object_mut().unwrap().remove("meta");
+        assert_eq!(
+            check(Endpoint::Tools, 200, &no_meta).unwrap_err(),
+            "envelope without meta"
+        );
         assert!(check(Endpoint::Call, 200, &ok(Value::Null)).is_err());
+    }
+
+    #[test]
+    fn answers_are_held_to_the_contracts_envelope() {
+        let mut bad_ts = ok(json!({"tools": []}));
+        bad_ts["timestamp"] = json!("2026-11-22T10:00:00Z");
+        assert!(
+            check(Endpoint::Tools, 200, &bad_ts)
+                .unwrap_err()
+                .starts_with("not an envelope: timestamp '2026-11-22T10:00:00Z'")
+        );
+        let mut error_too = ok(json!({"tools": []}));
+        error_too["error"] = json!("what?");
+        assert_eq!(
+            check(Endpoint::Tools, 200, &error_too).unwrap_err(),
+            "not an envelope: success=true but `error` is present"
+        );
+        let refused = json!({"success": false, "error": "no", "code": "EXECUTION_ERROR",
+            "request_id": "7d0c3f0e-1c2b-4a5e-9f00-0123456789ab", "timestamp": "2026-11-22T10:00:00.000Z"});
+        assert_eq!(
+            check(Endpoint::Call, 200, &refused).unwrap_err(),
+            "not an envelope: code EXECUTION_ERROR must answer 500, not 200"
+        );
     }
 }

@@ -12,62 +12,12 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use testkit::{Killed, free_port, poll, repo, workspace_bin};
+use testkit::installed::{everything_js, time_bin};
+use testkit::{BoltDb, Killed, free_port, poll, repo, shipped_config, workspace_bin};
 
-/// ArcadeDB with the fixture graph, started and stopped by scripts/bolt-db.sh.
-struct BoltDb {
-    data: PathBuf,
-    url: String,
-}
-
-impl BoltDb {
-    fn start(dir: &Path) -> BoltDb {
-        let data = dir.join("bolt");
-        let out = Command::new(repo().join("scripts/bolt-db.sh"))
-            .args(["start", "--port", "0", "--data"])
-            .arg(&data)
-            .arg("--load")
-            .arg(repo().join("crates/server/tests/fixtures/code_graph.cypher"))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "bolt-db: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("BOLT_URL="))
-            .unwrap()
-            .to_owned();
-        BoltDb { data, url }
-    }
-}
-
-impl Drop for BoltDb {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/bolt-db.sh"))
-            .args(["stop", "--data"])
-            .arg(&self.data)
-            .output();
-    }
-}
-
-/// A shipped service configuration with its port replaced.
+/// A shipped service configuration, on `port`, into the folder the gateway serves.
 fn shipped(file: &str, port: u16, dir: &Path) {
-    let text = std::fs::read_to_string(repo().join("config").join(file)).unwrap();
-    let text: Vec<String> = text
-        .lines()
-        .map(|l| {
-            if l.starts_with("  port:") {
-                format!("  port: {port}")
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect();
-    std::fs::write(dir.join(file), text.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join(file), shipped_config(file, port)).unwrap();
 }
 
 fn generate(args: &[&str]) -> (i32, String) {
@@ -108,23 +58,19 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn generated_wrappers_work_against_a_live_gateway() {
     let work = tempfile::tempdir().unwrap();
-    let bolt = BoltDb::start(work.path());
+    let bolt = BoltDb::start();
     let config = work.path().join("config");
     std::fs::create_dir(&config).unwrap();
     let (demo_port, graph_port) = (free_port(), free_port());
     shipped("everything.yaml", demo_port, &config);
     shipped("code-graph-rag.yaml", graph_port, &config);
-    let deps = repo().join(".deps");
     let gateway = Killed(
         Command::new(workspace_bin("mcp-http-gateway"))
             .args(["serve", "--config-dir"])
             .arg(&config)
-            .env(
-                "MCP_EVERYTHING_JS",
-                deps.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-            )
-            .env("MCP_SERVER_TIME", deps.join("venv/bin/mcp-server-time"))
-            .env("CODE_GRAPH_BOLT_URI", &bolt.url)
+            .env("MCP_EVERYTHING_JS", everything_js())
+            .env("MCP_SERVER_TIME", time_bin())
+            .env("CODE_GRAPH_BOLT_URI", bolt.uri())
             .env("CODE_GRAPH_BOLT_USER", "root")
             .env("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag")
             .stdout(Stdio::null())
@@ -266,7 +212,7 @@ fn generated_wrappers_work_against_a_live_gateway() {
         "{}",
         String::from_utf8_lossy(&shellcheck.stdout)
     );
-    let mypy = deps.join("wrappers-venv/bin/mypy");
+    let mypy = repo().join(".deps/wrappers-venv/bin/mypy");
     assert!(
         mypy.exists(),
         "mypy is installed by scripts/install-test-tools.sh"

@@ -56,7 +56,7 @@ async fn invalid_config_exits_nonzero_with_file_line_column() {
 fn check_config_accepts_the_shipped_configs() {
     let out = Command::new(BIN)
         .args(["check-config"])
-        .arg(repo_root().join("config"))
+        .arg(repo().join("config"))
         .output()
         .unwrap();
     assert!(
@@ -89,7 +89,7 @@ fn every_subcommand_has_help() {
 #[test]
 fn openapi_subcommand_prints_the_committed_document() {
     let out = Command::new(BIN).arg("openapi").output().unwrap();
-    let committed = std::fs::read_to_string(repo_root().join("openapi/openapi.yaml")).unwrap();
+    let committed = std::fs::read_to_string(repo().join("openapi/openapi.yaml")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), committed);
 }
 

@@ -40,7 +40,7 @@ fn keep(report: &conformance::Report, service: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_default_service_passes() {
-    let config_dir = repo_root().join("config");
+    let config_dir = repo().join("config");
     let mut files: Vec<_> = std::fs::read_dir(&config_dir)
         .unwrap()
         .flatten()
@@ -66,7 +66,7 @@ async fn every_default_service_passes() {
     for file in files {
         // The shipped file as it is, on a free port.
         let port = free_port();
-        let (dir, config) = shipped_config(file.file_name().unwrap().to_str().unwrap(), port);
+        let (dir, config) = write_shipped_config(file.file_name().unwrap().to_str().unwrap(), port);
         let args = vec![
             "serve".into(),
             "--config".into(),

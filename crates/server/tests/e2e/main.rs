@@ -1,16 +1,21 @@
-//! End-to-end tests: the real binary, real MCP servers, real sockets.
+//! End-to-end tests: the real binary, real MCP servers, real sockets. Each file is named after
+//! what it tests; `harness/` is how they run the gateway and talk to it.
 
+mod access_log;
 mod config_cli;
 mod conformance_runs;
-mod contract_errors;
 mod cypher_provider;
+mod error_codes;
 mod harness;
+mod health;
 mod http_provider;
 mod lifecycle;
-mod mcp_bridge;
-mod mcp_sessions;
-mod mcp_surface;
-mod mcp_upstreams;
+mod mcp_provider;
+mod mcp_provider_http;
+mod mcp_provider_supervision;
+mod mcp_server;
+mod mcp_server_sessions;
+mod openapi_document;
 mod request_ids;
+mod security;
 mod shipped_services;
-mod supervision;

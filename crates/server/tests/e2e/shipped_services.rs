@@ -13,16 +13,13 @@ async fn every_shipped_service_starts_from_the_folder() {
     // The whole folder as shipped, each service on a free port, backends absent.
     let dir = tempfile::tempdir().unwrap();
     let mut ports = Vec::new();
-    for entry in std::fs::read_dir(repo_root().join("config"))
-        .unwrap()
-        .flatten()
-    {
+    for entry in std::fs::read_dir(repo().join("config")).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.ends_with(".yaml") || name == "services.yaml" {
             continue;
         }
         let port = free_port();
-        let (_tmp, config) = shipped_config(&name, port);
+        let (_tmp, config) = write_shipped_config(&name, port);
         std::fs::copy(&config, dir.path().join(&name)).unwrap();
         ports.push((name.trim_end_matches(".yaml").to_owned(), port));
     }

@@ -1,6 +1,10 @@
-//! The tools over MCP at /mcp: a real MCP client (the official Python SDK) lists and calls
-//! them, the conformance tester's MCP check agrees with the REST surface, and a foreign Host
-//! header is refused (DNS-rebinding protection).
+//! The gateway's own MCP server, at /mcp (Streamable HTTP) and /sse (legacy SSE): a real MCP
+//! client (the official Python SDK) and the MCP Inspector list and call the tools and see each
+//! error row; the conformance tester's MCP check agrees with the REST surface; foreign Host and
+//! Origin headers are refused; a client's cancellation reaches the upstream server; a request
+//! id still running is refused; a reload notifies clients; sessions past `mcp.max_sessions`
+//! and bodies over the limit are refused; resources and prompts are advertised only when an
+//! upstream has them.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! Remote MCP upstreams: a Streamable HTTP upstream whose session expires is re-initialized,
-//! and only a call the upstream refused (404) is sent again — never one that may have run;
-//! a legacy HTTP+SSE upstream (`url` ending in `/sse`) is bridged, lost and found again.
+//! The `mcp` provider against remote MCP servers: a Streamable HTTP upstream goes down and
+//! comes back; an upstream session that expires is re-initialized, and only a call the
+//! upstream refused (404) is sent again — never one that may have run; a legacy HTTP+SSE
+//! upstream (`url` ending in `/sse`) is bridged, lost and found again.
 
 use std::time::Duration;
 
@@ -187,4 +188,51 @@ async fn a_legacy_sse_upstream_is_bridged_lost_and_found_again() {
         (echo.body["data"]["content"][0]["text"] == "Echo: again").then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn streamable_http_upstream_down_and_back() {
+    let port = free_port();
+    let mut upstream = start_everything_on("streamableHttp", port).await;
+    let extra = format!(
+        "monitoring: {{ health_check_interval: 10 }}\nproviders:\n  - {{ name: remote, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\", headers: {{ X-Trace: \"${{MHG_UNSET_VAR:-gateway}}\" }} }}\n"
+    );
+    let gw = Gateway::start("remote", &extra).await;
+    let health = get(&gw, "/health").await;
+    assert_eq!(
+        health.body["data"]["dependencies"]["remote"]["status"], "connected",
+        "{}",
+        health.body
+    );
+    let a = call(&gw, "echo", json!({"message": "över http"})).await;
+    a.assert_envelope();
+    assert_eq!(a.body["data"]["content"][0]["text"], "Echo: över http");
+    let a = call(&gw, "get-sum", json!({"a": 2, "b": 40})).await;
+    assert!(
+        a.body["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42")
+    );
+
+    // The upstream goes away: a call fails with EXECUTION_ERROR, health turns unavailable
+    // (at the latest at the next periodic ping).
+    let _ = upstream.0.kill();
+    let _ = upstream.0.wait();
+    let a = call(&gw, "echo", json!({"message": "anyone?"})).await;
+    a.assert_envelope();
+    assert_eq!(a.code(), "EXECUTION_ERROR", "{}", a.body);
+    until_dependency(&gw, "remote", "unavailable", Duration::from_secs(30)).await;
+    // It comes back on the same address: the gateway reconnects by itself.
+    upstream = start_everything_on("streamableHttp", port).await;
+    eventually(
+        Duration::from_secs(60),
+        "calls through the restarted upstream",
+        || async {
+            (call(&gw, "echo", json!({"message": "again"})).await.status == 200).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    drop(upstream);
 }

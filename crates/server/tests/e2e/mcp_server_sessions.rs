@@ -1,9 +1,10 @@
-//! MCP session records on both transports: the handshake before any request, the record's
-//! fields and states (created → initialized → closed | expired) in the log, 404 with the
-//! reason after DELETE or the idle TTL, and one bound on live sessions across transports.
+//! The MCP server's session records on both transports: the handshake before any request, the
+//! record's fields and states (created → initialized → closed | expired) in the log, 404 with
+//! the reason after DELETE or the idle TTL, and one bound on live sessions across transports.
 
 use std::time::Duration;
 
+use contract::envelope::is_millisecond_utc;
 use serde_json::{Value, json};
 
 use crate::harness::*;

@@ -1,0 +1,173 @@
+//! What the gateway is run against and the configs that name it: the installed MCP servers and
+//! the fixture files of tests/fixtures, provider entries and whole service configs in YAML,
+//! the shipped configs of config/ on a test's port, server-everything on an HTTP port, and the
+//! LiteLLM proxy as a real OpenAI-compatible upstream. (The Bolt database is testkit's.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+pub use testkit::BoltDb;
+pub use testkit::installed::{everything_js, inspector_cli, time_bin, venv_python};
+use testkit::installed::{litellm_bin, memory_js};
+use testkit::{Killed, eventually, free_port, shipped_config, until};
+
+/// A file of crates/server/tests/fixtures.
+pub fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Provider entries (YAML flow mappings) for the real servers.
+pub fn everything_provider(name: &str) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: node, args: [\"{}\", stdio] }}\n",
+        everything_js()
+    )
+}
+
+pub fn time_provider(name: &str) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: \"{}\", args: [--local-timezone, UTC] }}\n",
+        time_bin()
+    )
+}
+
+pub fn memory_provider(name: &str, dir: &Path) -> String {
+    format!(
+        "  - {{ name: {name}, kind: mcp, command: node, args: [\"{}\"], env: {{ MEMORY_FILE_PATH: \"{}\" }} }}\n",
+        memory_js(),
+        dir.join("memory.jsonl").display()
+    )
+}
+
+/// A service config: `extra` is YAML appended after the `service:` section (other sections
+/// and `providers:`).
+pub fn service_yaml(name: &str, port: u16, extra: &str) -> String {
+    format!(
+        "service: {{ name: {name}, port: {port} }}\nlogging: {{ level: info, format: json }}\n{extra}"
+    )
+}
+
+/// A shipped config file of config/, on `port`, written into a fresh folder.
+pub fn write_shipped_config(file: &str, port: u16) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join(file);
+    std::fs::write(&config, shipped_config(file, port)).unwrap();
+    (dir, config)
+}
+
+/// server-everything serving one HTTP transport (`sse` or `streamableHttp`) on `port`,
+/// listening when this returns.
+pub async fn start_everything_on(mode: &str, port: u16) -> Killed {
+    let child = Killed(
+        Command::new("node")
+            .args([everything_js().as_str(), mode])
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "server-everything listening",
+        || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await;
+    child
+}
+
+/// The LiteLLM proxy (installed by scripts/install-litellm.sh) with the mock models of
+/// tests/fixtures/litellm.yaml: a real OpenAI-compatible server without weights or network.
+pub struct LiteLlm {
+    pub port: u16,
+    _process: Killed,
+}
+
+/// The key the fixture's proxy accepts.
+pub const LITELLM_KEY: &str = "sk-gateway-test-key";
+
+impl LiteLlm {
+    pub async fn start() -> LiteLlm {
+        LiteLlm::start_on(free_port()).await
+    }
+
+    pub async fn start_on(port: u16) -> LiteLlm {
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("litellm-{port}.log")))
+            .unwrap();
+        // A clean environment: the proxy reads HOST, PORT, DATABASE_URL, … from it, and
+        // LITELLM_MODE=PRODUCTION keeps it from loading a .env file.
+        let child = Command::new(litellm_bin())
+            .args([
+                "--config",
+                &fixture("litellm.yaml"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--num_workers", "1", "--telemetry", "False"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .env("LITELLM_MODE", "PRODUCTION")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start litellm");
+        let mut process = Killed(child);
+        let client = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{port}/health/liveliness");
+        let ready = until(Duration::from_secs(90), || {
+            let exited = process.0.try_wait().ok().flatten();
+            let live = client.get(&url).send();
+            async move {
+                if let Some(status) = exited {
+                    return Some(Err(status));
+                }
+                live.await
+                    .is_ok_and(|r| r.status().is_success())
+                    .then_some(Ok(()))
+            }
+        })
+        .await;
+        match ready {
+            Some(Ok(())) => {}
+            Some(Err(status)) => panic!("litellm exited with {status} before it was ready"),
+            None => panic!("litellm not ready within 90 s"),
+        }
+        // The first completion is slow (lazy imports in the proxy): take it here, not in a
+        // test with a short call timeout.
+        let warm_up = client
+            .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+            .bearer_auth(LITELLM_KEY)
+            .json(&json!({"model": "mock-small", "messages": [{"role": "user", "content": "warm up"}]}))
+            .send()
+            .await
+            .expect("litellm answers");
+        assert!(
+            warm_up.status().is_success(),
+            "litellm warm-up: {}",
+            warm_up.status()
+        );
+        LiteLlm {
+            port,
+            _process: process,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+}

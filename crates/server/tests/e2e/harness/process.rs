@@ -1,0 +1,220 @@
+//! The gateway under test as a process: the real `mcp-http-gateway` binary started on a
+//! config written for the test, waited for until it serves, signalled, waited for until it
+//! exits, and its JSON log read; and its children as /proc sees them.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use testkit::{free_port, until};
+
+use super::fixtures::{service_yaml, write_shipped_config};
+
+/// The binary under test, built by cargo for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-http-gateway");
+
+/// The gateway running as a child of the test; killed when dropped unless it already exited.
+pub struct Gateway {
+    child: Option<Child>,
+    pub port: u16,
+    /// Holds the config and the log; removed with the gateway.
+    _workdir: tempfile::TempDir,
+    pub config: PathBuf,
+    log: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+impl Gateway {
+    /// Writes `extra` into a config for service `name` on a free port and starts the binary.
+    pub fn spawn(name: &str, extra: &str) -> Gateway {
+        Gateway::spawn_env(name, extra, &[])
+    }
+
+    /// As [`Gateway::spawn`], with extra environment variables for the gateway.
+    pub fn spawn_env(name: &str, extra: &str, env: &[(&str, &str)]) -> Gateway {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&config, service_yaml(name, port, extra)).unwrap();
+        Gateway::spawn_with(
+            vec![
+                "serve".into(),
+                "--config".into(),
+                config.to_string_lossy().into_owned(),
+            ],
+            port,
+            dir,
+            config,
+            env,
+        )
+    }
+
+    /// Starts the binary with `args`; `port` is where the test will talk to it, `dir` holds
+    /// `config` and the log.
+    pub fn spawn_with(
+        args: Vec<String>,
+        port: u16,
+        dir: tempfile::TempDir,
+        config: PathBuf,
+        env: &[(&str, &str)],
+    ) -> Gateway {
+        let log = dir.path().join("gateway.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        let child = Command::new(BIN)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .spawn()
+            .expect("start mcp-http-gateway");
+        Gateway {
+            child: Some(child),
+            port,
+            _workdir: dir,
+            config,
+            log,
+            exit: None,
+        }
+    }
+
+    /// Starts and waits until /health says the service left INITIALIZING.
+    pub async fn start(name: &str, extra: &str) -> Gateway {
+        let mut gateway = Gateway::spawn(name, extra);
+        gateway.wait_running().await;
+        gateway
+    }
+
+    /// Waits (at most 60 s) until /health says HEALTHY or DEGRADED; panics with the log if
+    /// the process exits first.
+    pub async fn wait_running(&mut self) {
+        let client = reqwest::Client::new();
+        let url = self.url("/health");
+        let outcome = until(Duration::from_secs(60), || {
+            let exited = self.try_exit();
+            let health = client.get(&url).send();
+            async move {
+                if let Some(status) = exited {
+                    return Some(Err(status));
+                }
+                let body = health.await.ok()?.json::<Value>().await.ok()?;
+                let state = body["data"]["state"].as_str().unwrap_or_default();
+                (state == "HEALTHY" || state == "DEGRADED").then_some(Ok(()))
+            }
+        })
+        .await;
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(status)) => panic!(
+                "gateway exited with {status} before it was ready:\n{}",
+                self.logs()
+            ),
+            None => panic!("gateway not ready within 60 s:\n{}", self.logs()),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid() as i32, signal) };
+        assert_eq!(rc, 0, "kill({signal})");
+    }
+
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+        }
+        self.exit
+    }
+
+    /// Waits for the process to end (at most `within`).
+    pub async fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        match until(within, || std::future::ready(self.try_exit())).await {
+            Some(status) => status,
+            None => panic!("gateway still running after {within:?}:\n{}", self.logs()),
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The JSON log lines.
+    pub fn log_lines(&self) -> Vec<Value> {
+        self.logs()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Direct children of the gateway process (the stdio MCP servers).
+    pub fn child_pids(&self) -> Vec<u32> {
+        children_of(self.pid())
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take()
+            && self.exit.is_none()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts the gateway on a shipped config of config/ with extra environment.
+pub async fn start_shipped(file: &str, env: &[(&str, &str)]) -> Gateway {
+    let port = free_port();
+    let (dir, config) = write_shipped_config(file, port);
+    let args = vec![
+        "serve".into(),
+        "--config".into(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let mut gateway = Gateway::spawn_with(args, port, dir, config, env);
+    gateway.wait_running().await;
+    gateway
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    pids
+}
+
+/// True while a process exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or_default()
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,32 @@
+//! The checkout the tests run in: its root, and the services it ships in `config/`.
+
+use std::path::{Path, PathBuf};
+
+/// The checkout's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the checkout")
+}
+
+/// The shipped service configuration `config/<file>` as it is, but listening on `port`
+/// (so tests run beside a running `scripts/run.sh` and beside each other).
+pub fn shipped_config(file: &str, port: u16) -> String {
+    let path = repo().join("config").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out: String = text
+        .lines()
+        .map(|l| {
+            // The `service:` section's own port (dependencies have URLs, not ports).
+            if l.starts_with("  port:") {
+                format!("  port: {port}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    out
+}
