@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::config::{self, LogFormat, ServiceConfig};
 use crate::runtime::ConfigSource;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// `openapi`: the contract's document as YAML (as committed) or JSON.
 pub fn openapi(json: bool) -> ExitCode {

@@ -5,6 +5,9 @@
 //! rules hold there by construction; everything that reads answers (the conformance tester,
 //! the load test, the wrapper generator, the end-to-end tests) judges them here, so there is
 //! one reading of the rules.
+//!
+//! About half of its length is tests: one per rule, each written to fail when its rule is
+//! removed.
 
 use serde_json::Value;
 

@@ -84,7 +84,7 @@ mod tests {
             std::path::PathBuf::from("."),
         )
         .unwrap();
-        let shutdown = crate::runtime::shutdown::Shutdown::default();
+        let shutdown = crate::shutdown::Shutdown::default();
         let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
         service
             .lifecycle

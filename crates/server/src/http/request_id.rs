@@ -13,12 +13,7 @@ impl RequestId {
 
     /// Accepts only a hyphenated UUID of version 4 (RFC 9562 variant), as the client wrote it.
     pub fn parse(value: &str) -> Result<Self, String> {
-        let valid = value.len() == 36
-            && uuid::Uuid::try_parse(value).is_ok_and(|u| {
-                u.get_version() == Some(uuid::Version::Random)
-                    && u.get_variant() == uuid::Variant::RFC4122
-            });
-        if valid {
+        if contract::envelope::is_uuid_v4(value) {
             Ok(RequestId(value.to_owned()))
         } else {
             let shown: String = value.chars().take(64).collect();

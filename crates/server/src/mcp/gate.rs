@@ -23,7 +23,7 @@ use super::errors::jsonrpc;
 use super::origin::foreign_host_or_origin;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
 use crate::config::McpSection;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
 #[derive(Clone)]

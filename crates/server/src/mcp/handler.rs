@@ -327,7 +327,7 @@ fn as_result(data: Value) -> CallToolResult {
 /// A sink whose progress reports reach the MCP client as `notifications/progress` with the
 /// client's own token.
 fn forward_progress(
-    tasks: &crate::runtime::shutdown::Shutdown,
+    tasks: &crate::shutdown::Shutdown,
     peer: rmcp::Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
 ) -> crate::provider::ProgressSink {

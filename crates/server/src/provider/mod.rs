@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 
 use crate::config::{ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// A tool's arguments.
 pub type JsonObject = Map<String, Value>;

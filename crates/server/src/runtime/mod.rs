@@ -1,11 +1,9 @@
 //! Running services: binding each to its address, serving until a signal, reloading on
 //! SIGHUP, and draining on SIGTERM/SIGINT within the grace period before stopping providers.
 //!
-//! Shutdown is one mechanism ([`shutdown::Shutdown`]): the root's `drain` child stops the
+//! Shutdown is one mechanism ([`crate::shutdown::Shutdown`]): the root's `drain` child stops the
 //! listeners, MCP sessions and background loops; then the root stops the providers; then every
 //! tracked task is awaited.
-
-pub mod shutdown;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,9 +13,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
-use self::shutdown::Shutdown;
 use crate::config::{self, ConfigError, ServiceConfig};
 use crate::service::{Service, ServiceError};
+use crate::shutdown::Shutdown;
 
 /// How long tracked tasks get to end once everything was told to stop.
 const TASKS_GRACE: Duration = Duration::from_secs(2);

@@ -8,6 +8,7 @@
 mod call;
 mod health;
 pub mod lifecycle;
+pub mod rate_limit;
 mod registry;
 mod settings;
 mod toolset;
@@ -22,15 +23,15 @@ use tokio::sync::Notify;
 pub use self::call::CallFailure;
 use self::health::LastChecks;
 use self::lifecycle::{Lifecycle, Phase};
+use self::rate_limit::RateLimiter;
 pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
 pub use self::settings::Settings;
 use self::toolset::ToolSet;
 use crate::config::{ServiceConfig, diff};
 use crate::dependency;
-use crate::http::rate_limit::RateLimiter;
 use crate::provider::{self, Provider, ProviderHooks};
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
 /// Why a service could not start or reload.

@@ -5,6 +5,9 @@
 //! id still running is refused; a reload notifies clients; sessions past `mcp.max_sessions`
 //! and bodies over the limit are refused; resources and prompts are advertised only when an
 //! upstream has them.
+//!
+//! Longer than 500 lines: one scenario per behaviour of the MCP surface, all on the same
+//! fixtures; the session rules have their own file (`mcp_server_sessions.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -40,9 +40,9 @@ impl CypherProvider {
         let mut tools = Vec::new();
         for declared in &config.tools {
             let tool = declared.name.clone();
-            let error = |message: String| ProviderError::Config {
+            let error = |e: template::TemplateError| ProviderError::Config {
                 provider: name.clone(),
-                message: format!("tool '{tool}': {message}"),
+                message: format!("tool '{tool}': {e}"),
             };
             let query =
                 QueryTemplate::parse(&declared.query, &declared.input_schema).map_err(error)?;
@@ -104,7 +104,7 @@ impl Provider for CypherProvider {
             let text = tool
                 .query
                 .render(&args)
-                .map_err(ToolError::InvalidArguments)?;
+                .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
             let mut query = neo4rs::query(&text);
             for (key, value) in &args {
                 let bolt = neo4rs::BoltType::try_from(value.clone())

@@ -20,16 +20,31 @@ pub struct QueryTemplate {
     pieces: Vec<Piece>,
 }
 
+/// Why a query text or its arguments do not fit the template rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("an unclosed '{{{{' in the query")]
+    Unclosed,
+    #[error(
+        "'{{{{ {0} }}}}' in the query: only integer arguments bounded by minimum and maximum in input_schema may be written into the query text; pass everything else as a $parameter"
+    )]
+    Unbounded(String),
+    #[error("'{{{{ {0} }}}}' in the query must name an integer argument (type: integer)")]
+    NotInteger(String),
+    #[error("'{name}' must be an integer from {min} to {max}")]
+    OutOfBounds { name: String, min: i64, max: i64 },
+}
+
 impl QueryTemplate {
     /// Accepts `{{ name }}` only where `name` is an integer property with `minimum` and
     /// `maximum` in the schema; anything else in `{{ }}` is a configuration error.
-    pub fn parse(text: &str, schema: &Value) -> Result<QueryTemplate, String> {
+    pub fn parse(text: &str, schema: &Value) -> Result<QueryTemplate, TemplateError> {
         let mut pieces = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
             pieces.push(Piece::Text(rest[..open].to_owned()));
             let after = &rest[open + 2..];
-            let close = after.find("}}").ok_or("an unclosed '{{' in the query")?;
+            let close = after.find("}}").ok_or(TemplateError::Unclosed)?;
             let name = after[..close].trim();
             let property = &schema["properties"][name];
             let is_identifier =
@@ -37,14 +52,10 @@ impl QueryTemplate {
             let (Some(min), Some(max)) =
                 (property["minimum"].as_i64(), property["maximum"].as_i64())
             else {
-                return Err(format!(
-                    "'{{{{ {name} }}}}' in the query: only integer arguments bounded by minimum and maximum in input_schema may be written into the query text; pass everything else as a $parameter"
-                ));
+                return Err(TemplateError::Unbounded(name.to_owned()));
             };
             if !is_identifier || property["type"] != "integer" {
-                return Err(format!(
-                    "'{{{{ {name} }}}}' in the query must name an integer argument (type: integer)"
-                ));
+                return Err(TemplateError::NotInteger(name.to_owned()));
             }
             pieces.push(Piece::Bound {
                 name: name.to_owned(),
@@ -58,14 +69,20 @@ impl QueryTemplate {
     }
 
     /// The query text with every slot filled.
-    pub fn render(&self, args: &Map<String, Value>) -> Result<String, String> {
+    pub fn render(&self, args: &Map<String, Value>) -> Result<String, TemplateError> {
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
                 Piece::Text(text) => out.push_str(text),
                 Piece::Bound { name, min, max } => match args.get(name).and_then(Value::as_i64) {
                     Some(n) if (*min..=*max).contains(&n) => out.push_str(&n.to_string()),
-                    _ => return Err(format!("'{name}' must be an integer from {min} to {max}")),
+                    _ => {
+                        return Err(TemplateError::OutOfBounds {
+                            name: name.clone(),
+                            min: *min,
+                            max: *max,
+                        });
+                    }
                 },
             }
         }
@@ -122,6 +139,7 @@ mod tests {
         assert!(
             QueryTemplate::parse("RETURN {{ name }}", &schema())
                 .unwrap_err()
+                .to_string()
                 .contains("only integer arguments bounded")
         );
         assert!(QueryTemplate::parse("RETURN {{ unbounded }}", &schema()).is_err());

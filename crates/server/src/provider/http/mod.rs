@@ -49,6 +49,19 @@ pub struct HttpProvider {
     usage: Option<(String, UsageCounter)>,
 }
 
+/// Why a declared or imported tool cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpToolError {
+    #[error("tool '{tool}': method '{method}' is not an HTTP method")]
+    BadMethod { tool: String, method: String },
+    #[error("tool '{tool}': template {id}: {source}")]
+    Template {
+        tool: String,
+        id: String,
+        source: minijinja::Error,
+    },
+}
+
 impl HttpProvider {
     pub fn new(
         config: &HttpProviderConfig,
@@ -70,22 +83,22 @@ impl HttpProvider {
             .tools
             .iter()
             .map(declared_tool)
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(|message| ProviderError::Config {
+            .collect::<Result<Vec<_>, HttpToolError>>()
+            .map_err(|e| ProviderError::Config {
                 provider: name.clone(),
-                message,
+                message: e.to_string(),
             })?;
         provider
             .install(declared)
-            .map_err(|message| ProviderError::Config {
+            .map_err(|e| ProviderError::Config {
                 provider: name,
-                message,
+                message: e.to_string(),
             })?;
         Ok(provider)
     }
 
     /// Compiles every template of `tools` and makes them the provider's tools.
-    fn install(&self, tools: Vec<HttpTool>) -> Result<(), String> {
+    fn install(&self, tools: Vec<HttpTool>) -> Result<(), HttpToolError> {
         let mut env = Environment::new();
         for tool in &tools {
             let m = &tool.mapping;
@@ -105,7 +118,11 @@ impl HttpProvider {
                 );
             for (id, source) in sources {
                 env.add_template_owned(id.clone(), source.clone())
-                    .map_err(|e| format!("tool '{}': template {id}: {e}", tool.schema.name))?;
+                    .map_err(|source| HttpToolError::Template {
+                        tool: tool.schema.name.clone(),
+                        id: id.clone(),
+                        source,
+                    })?;
             }
         }
         *self.templates.write_unpoisoned() = Arc::new(env);
@@ -258,15 +275,18 @@ fn percent_encode(text: &str) -> String {
         .collect()
 }
 
-fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, String> {
+fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
     let name = declared.name.clone();
     let method = declared
         .method
         .as_deref()
         .unwrap_or("GET")
         .to_ascii_uppercase();
-    let method = reqwest::Method::from_bytes(method.as_bytes())
-        .map_err(|e| format!("tool '{name}': {e}"))?;
+    let method =
+        reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpToolError::BadMethod {
+            tool: name.clone(),
+            method: method.clone(),
+        })?;
     let query = declared.query.clone();
     Ok(HttpTool {
         schema: ToolSchema {

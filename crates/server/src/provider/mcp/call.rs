@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::client::ProgressRoutes;
 use super::{CallContext, Inner, JsonObject, ToolError, result};
 use crate::provider::ProgressSink;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
 impl Inner {

@@ -27,7 +27,7 @@ use self::client::ProgressRoutes;
 use self::upstream::Endpoint;
 use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
 use crate::config::{McpProviderConfig, ServiceConfig};
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
 pub struct McpProvider {
@@ -140,7 +140,7 @@ impl Provider for McpProvider {
             {
                 let mut status = self.inner.current_status();
                 status.status = DependencyState::Unavailable;
-                status.error = Some(why);
+                status.error = Some(why.to_string());
                 return vec![(self.inner.name.clone(), status)];
             }
             let status = self.inner.current_status();

@@ -24,6 +24,18 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// A connection that lived this long resets the backoff: the next failure is a new incident.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 
+/// Why a ping failed; the text becomes the dependency's error in /health.
+#[derive(Debug, thiserror::Error)]
+pub enum PingError {
+    #[error("ping failed: {0}")]
+    Failed(rmcp::service::ServiceError),
+    #[error("ping not answered within {} s", PING_TIMEOUT.as_secs())]
+    Timeout,
+}
+
+/// How long a ping may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Why a connection ended.
 enum Ended {
     Stopped,
@@ -133,7 +145,7 @@ impl Inner {
                         self.clear_peer();
                         cancel.cancel();
                         let _ = waiting.await;
-                        return Ended::Lost(why);
+                        return Ended::Lost(why.to_string());
                     }
                 }
                 reason = &mut waiting => {
@@ -170,19 +182,19 @@ impl Inner {
         }
     }
 
-    /// The periodic health check: an MCP `ping`, answered within 5 s.
-    pub(super) async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+    /// The periodic health check: an MCP `ping`, answered within [`PING_TIMEOUT`].
+    pub(super) async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), PingError> {
         let started = Instant::now();
         let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
-        match tokio::time::timeout(Duration::from_secs(5), ping).await {
+        match tokio::time::timeout(PING_TIMEOUT, ping).await {
             Ok(Ok(_)) => {
                 let mut status = self.status.write_unpoisoned();
                 status.response_time_ms = Some(started.elapsed().as_millis() as u64);
                 status.last_ok = Some(crate::clock::timestamp());
                 Ok(())
             }
-            Ok(Err(e)) => Err(format!("ping failed: {e}")),
-            Err(_) => Err("ping not answered within 5 s".to_owned()),
+            Ok(Err(e)) => Err(PingError::Failed(e)),
+            Err(_) => Err(PingError::Timeout),
         }
     }
 

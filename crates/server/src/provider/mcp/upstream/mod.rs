@@ -14,7 +14,7 @@ use self::stdio::StdioSpec;
 use self::streamable_http::HttpSpec;
 use super::client::GatewayClient;
 use crate::config::{EnvError, McpTransport};
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// Why a provider's endpoint could not be built from its configuration.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@ use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 
 use super::streamable_http::HttpSpec;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// Why the SSE stream could not be opened.
 #[derive(Debug, thiserror::Error)]

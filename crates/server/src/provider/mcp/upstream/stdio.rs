@@ -11,7 +11,7 @@ use tokio::process::ChildStderr;
 
 use super::EndpointError;
 use crate::config::expand_env;
-use crate::runtime::shutdown::Shutdown;
+use crate::shutdown::Shutdown;
 
 /// What to run, with `${VAR}` already expanded and `cwd` resolved.
 #[derive(Debug, Clone, PartialEq)]
