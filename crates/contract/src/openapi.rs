@@ -338,6 +338,8 @@ fn success_example(op: &Operation) -> Value {
                 service: "docwell".into(),
                 version: "0.1.0".into(),
                 tools: vec![ToolSchema {
+                    title: None,
+                    output_schema: None,
                     name: "echo".into(),
                     description: "Echoes back the input".into(),
                     input_schema: json!({

@@ -69,6 +69,8 @@ mod tests {
     #[test]
     fn one_typed_operation_per_tool() {
         let tools = vec![ToolSchema {
+            title: None,
+            output_schema: None,
             name: "get-sum".into(),
             description: "adds".into(),
             input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),

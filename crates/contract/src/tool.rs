@@ -9,11 +9,19 @@ use utoipa::ToSchema;
 pub struct ToolSchema {
     /// Unique within the service.
     pub name: String,
+    /// A human-friendly name (MCP `title`), when the provider gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// What the tool does, for people and for agents choosing a tool.
     pub description: String,
     /// JSON Schema of the `arguments` object.
     #[schema(value_type = Object)]
     pub input_schema: Value,
+    /// JSON Schema of a successful call's `data`, when the tool declares one (MCP
+    /// `outputSchema`); results are checked against it before they are answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output_schema: Option<Value>,
     /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
     /// `openWorldHint`, `title`) when the provider has them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -63,6 +63,12 @@ fn mcp_tools(tools: &[ToolSchema]) -> Vec<Tool> {
         .iter()
         .filter_map(|t| {
             let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+            if let Some(title) = &t.title {
+                tool["title"] = json!(title);
+            }
+            if let Some(output) = &t.output_schema {
+                tool["outputSchema"] = output.clone();
+            }
             if let Some(annotations) = &t.annotations {
                 tool["annotations"] = annotations.clone();
             }

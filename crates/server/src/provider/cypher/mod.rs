@@ -48,6 +48,8 @@ impl CypherProvider {
                 QueryTemplate::parse(&declared.query, &declared.input_schema).map_err(error)?;
             tools.push(CypherTool {
                 schema: ToolSchema {
+                    title: None,
+                    output_schema: None,
                     name: tool.clone(),
                     description: declared.description.clone(),
                     input_schema: declared.input_schema.clone(),

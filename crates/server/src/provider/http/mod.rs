@@ -290,6 +290,8 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
     let query = declared.query.clone();
     Ok(HttpTool {
         schema: ToolSchema {
+            title: None,
+            output_schema: None,
             name: name.clone(),
             description: declared.description.clone(),
             input_schema: declared.input_schema.clone(),

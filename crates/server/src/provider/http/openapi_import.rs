@@ -129,6 +129,8 @@ pub fn tools_of(
             let method_upper = method.to_ascii_uppercase();
             tools.push((
                 ToolSchema {
+                    title: None,
+                    output_schema: None,
                     name: id.to_owned(),
                     description,
                     input_schema,

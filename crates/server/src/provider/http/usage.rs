@@ -62,6 +62,8 @@ fn totals_json(t: &Totals) -> Value {
 
 pub fn tool_schema(name: &str) -> ToolSchema {
     ToolSchema {
+        title: None,
+        output_schema: None,
         name: name.to_owned(),
         description: "Calls and prompt/completion tokens per model, counted by the gateway from the upstream's answers since it started".into(),
         input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),

@@ -26,6 +26,8 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
     }
     ToolSchema {
         name: tool.name.to_string(),
+        title: json["title"].as_str().map(str::to_owned),
+        output_schema: json.get("outputSchema").filter(|s| s.is_object()).cloned(),
         description,
         input_schema,
         annotations: json.get("annotations").filter(|a| !a.is_null()).cloned(),
