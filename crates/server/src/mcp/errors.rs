@@ -1,7 +1,8 @@
 //! How the contract's failures are answered over MCP, in one table (docs/mcp.md shows it):
-//! a tool that ran and failed is a result with `isError: true`; an unknown tool and invalid
-//! arguments are JSON-RPC errors with `data: {code, request_id, …}`; what the HTTP layer
-//! refuses keeps the envelope and its status.
+//! a tool that ran and failed, and invalid arguments (SEP-1303: the model reads them and can
+//! correct itself), are a result with `isError: true` and `structuredContent: {code,
+//! request_id, …}`; an unknown tool and a malformed request are JSON-RPC errors with the same
+//! `data`; what the HTTP layer refuses keeps the envelope and its status.
 
 use contract::ErrorCode as Code;
 use rmcp::ErrorData as McpError;
@@ -12,11 +13,18 @@ use serde_json::json;
 pub mod jsonrpc {
     /// The request is not one the session can take (sent before the handshake, a duplicate id).
     pub const INVALID_REQUEST: i32 = -32600;
-    /// Unknown tool or invalid arguments.
+    /// The method is not one the server offers.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Unknown tool, prompt or resource.
     pub const INVALID_PARAMS: i32 = -32602;
     pub const INTERNAL_ERROR: i32 = -32603;
     /// The session is closed, expired or unknown (MCP servers' convention, with HTTP 404).
     pub const SESSION_NOT_FOUND: i32 = -32001;
+    /// A 2026-07-28 request whose `Mcp-Method`/`Mcp-Name` headers disagree with its body
+    /// (answered by rmcp's transport, with HTTP 400).
+    pub const HEADER_MISMATCH: i32 = -32020;
+    /// The client cancelled the request (`notifications/cancelled`); clients ignore the answer.
+    pub const REQUEST_CANCELLED: i32 = -32800;
 }
 
 /// How a failure is answered over MCP: as a tool result with `isError: true` (the tool ran, or
@@ -36,9 +44,10 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
             "Unknown tool: {tool}",
         ),
+        // SEP-1303 (MCP 2025-11-25): a result the model can read and correct itself from.
         Code::InvalidArguments => (
-            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
-            "Invalid arguments for tool {tool}: see data.validation_errors",
+            McpAnswer::ToolError,
+            "Arguments do not match the input schema of tool '{tool}': … then one line per structuredContent.validation_errors entry",
         ),
         Code::InvalidRequest => (
             McpAnswer::JsonRpc(jsonrpc::INVALID_REQUEST),
@@ -79,7 +88,17 @@ pub(super) fn error_for(
     }
     match mcp_mapping(failure.code).0 {
         McpAnswer::ToolError => {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message)]);
+            // Every message in the text too: a model reads content, not data.
+            let mut text = failure.message;
+            for issue in failure.validation_errors.iter().flatten() {
+                let path = if issue.path.is_empty() {
+                    "(root)"
+                } else {
+                    &issue.path
+                };
+                text.push_str(&format!("\n{path}: {}", issue.message));
+            }
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
             result.structured_content = Some(data);
             Ok(CallToolResponse::Complete(result))
         }
@@ -107,7 +126,7 @@ mod tests {
             table,
             vec![
                 (Code::ToolNotFound, JsonRpc(jsonrpc::INVALID_PARAMS)),
-                (Code::InvalidArguments, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::InvalidArguments, ToolError),
                 (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
                 (Code::Unauthorized, Http),
                 (Code::NotFound, Http),
@@ -133,6 +152,29 @@ mod tests {
             Ok(CallToolResponse::Complete(r)) => {
                 assert_eq!(r.is_error, Some(true));
                 assert_eq!(r.structured_content.unwrap()["retryable"], true);
+            }
+            other => panic!("{other:?}"),
+        }
+        let invalid = crate::service::CallFailure {
+            code: Code::InvalidArguments,
+            message: "Arguments do not match".into(),
+            validation_errors: Some(vec![contract::ValidationIssue {
+                path: "/a".into(),
+                message: "\"one\" is not of type \"number\"".into(),
+            }]),
+        };
+        match error_for(invalid, "rid") {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.is_error, Some(true));
+                let text = serde_json::to_value(&r.content).unwrap()[0]["text"].clone();
+                assert_eq!(
+                    text,
+                    "Arguments do not match\n/a: \"one\" is not of type \"number\""
+                );
+                let data = r.structured_content.unwrap();
+                assert_eq!(data["code"], "INVALID_ARGUMENTS");
+                assert_eq!(data["request_id"], "rid");
+                assert_eq!(data["validation_errors"][0]["path"], "/a");
             }
             other => panic!("{other:?}"),
         }

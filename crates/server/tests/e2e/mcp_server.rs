@@ -71,12 +71,23 @@ async fn real_client_round(transport: &str) {
         seen["echo_text"], "Echo: héllo ✓ 日本",
         "the upstream's own content blocks, unicode intact"
     );
-    // Invalid arguments and unknown tools are JSON-RPC invalid params, with our code and request id.
-    assert_eq!(seen["invalid_args"]["error_code"], -32602, "{seen}");
-    assert_eq!(seen["invalid_args"]["data"]["code"], "INVALID_ARGUMENTS");
+    // Invalid arguments are a tool result with isError (SEP-1303), unknown tools JSON-RPC
+    // invalid params, both with our code and request id.
+    assert_eq!(seen["invalid_args"]["result_is_error"], true, "{seen}");
     assert_eq!(
-        seen["invalid_args"]["data"]["validation_errors"][1]["path"],
+        seen["invalid_args"]["structured"]["code"],
+        "INVALID_ARGUMENTS"
+    );
+    assert_eq!(
+        seen["invalid_args"]["structured"]["validation_errors"][1]["path"],
         "/a"
+    );
+    assert!(
+        seen["invalid_args"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("/a: \"one\" is not of type \"number\""),
+        "{seen}"
     );
     assert_eq!(seen["unknown_tool"]["error_code"], -32602);
     assert_eq!(seen["unknown_tool"]["data"]["code"], "TOOL_NOT_FOUND");
