@@ -58,6 +58,10 @@ pub struct McpProviderConfig {
     pub transport: McpTransport,
     /// Said in /health and in errors while the server is unavailable: what to start.
     pub setup_hint: Option<String>,
+    /// One upstream connection per downstream MCP session (opened at the session's first
+    /// use, closed with it), so the server's requests to its client (sampling, elicitation,
+    /// roots) and its per-connection state belong to one client. Off: one shared connection.
+    pub session_per_client: bool,
 }
 
 /// How an MCP server is reached.
@@ -133,6 +137,8 @@ struct McpFields {
     headers: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "optional_text")]
     setup_hint: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    session_per_client: bool,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -190,6 +196,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             name,
             transport,
             setup_hint: f.setup_hint,
+            session_per_client: f.session_per_client,
         })
     }
 }
@@ -205,6 +212,7 @@ impl From<McpProviderConfig> for McpFields {
             url: None,
             headers: BTreeMap::new(),
             setup_hint: c.setup_hint,
+            session_per_client: c.session_per_client,
         };
         match c.transport {
             McpTransport::Stdio(s) => {

@@ -2,32 +2,43 @@
 //! answers what GET /tools lists, `tools/call` runs through the same [`Service::call_tool`] —
 //! the same validation, timeouts and limits as POST /call-tool.
 //!
-//! Failures are answered as [`super::errors`] maps them.
+//! Failures are answered as [`super::errors`] maps them. What the MCP servers behind send a
+//! client — log messages (filtered by the session's `logging/setLevel`), resource updates of
+//! its subscriptions, sampling, elicitation and roots requests of its calls — reaches this
+//! session through its [`Downstream`] record (`provider::mcp::downstream`).
+// rmcp marks logging and resources/subscribe deprecated (SEP-2577); the protocol versions the
+// gateway serves still have them, and clients use them.
+#![allow(deprecated)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, ServiceError};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::errors::error_for;
+use super::errors::{error_for, jsonrpc};
+use crate::provider::mcp::Upstream;
+use crate::provider::mcp::downstream::{CALLER, Caller, Downstream};
 use crate::service::Service;
 
-/// One MCP session's view of the service.
+/// One MCP session's view of the service (one request's, for a stateless 2026-07-28 client).
 #[derive(Clone)]
 pub struct McpBridge {
     service: Arc<Service>,
+    /// This session as the MCP providers see it: its peer, log level, subscriptions.
+    downstream: Arc<Downstream>,
 }
 
 /// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown).
@@ -49,55 +60,102 @@ pub fn endpoint(
         .with_cancellation_token(stop);
     let sessions = Arc::new(sessions);
     let endpoint = StreamableHttpService::new(
-        move || {
-            Ok(McpBridge {
-                service: service.clone(),
-            })
-        },
+        move || Ok(McpBridge::new(service.clone())),
         sessions.clone(),
         config,
     );
     (endpoint, sessions)
 }
 
+/// An upstream's failure as this side answers it: its own JSON-RPC error when it sent one.
+fn upstream_error(what: &str, e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(error) => error,
+        other => McpError::internal_error(format!("{what}: {other}"), None),
+    }
+}
+
 impl McpBridge {
     pub fn new(service: Arc<Service>) -> Self {
-        McpBridge { service }
+        let downstream = Downstream::new(service.downstreams());
+        McpBridge {
+            service,
+            downstream,
+        }
     }
 
-    /// The connected MCP servers whose capabilities pass `has`.
-    fn peers_with(
+    /// Notes the session's peer (rmcp gives it with each request).
+    fn seen(&self, context: &RequestContext<RoleServer>) {
+        self.downstream.attach(&context.peer);
+    }
+
+    /// The MCP providers whose servers' capabilities pass `has`, with the connection this
+    /// session's requests go on.
+    async fn peers_with(
         &self,
         has: impl Fn(&ServerCapabilities) -> bool,
-    ) -> Vec<rmcp::Peer<rmcp::RoleClient>> {
-        self.service
-            .mcp_peers()
-            .into_iter()
-            .filter(|p| p.peer_info().is_some_and(|info| has(&info.capabilities)))
-            .collect()
+    ) -> Vec<(Upstream, Peer<RoleClient>)> {
+        let mut peers = Vec::new();
+        for upstream in self.service.mcp_upstreams() {
+            if !upstream.capabilities().is_some_and(|c| has(&c)) {
+                continue;
+            }
+            if let Some(peer) = upstream.peer_for(&self.downstream).await {
+                peers.push((upstream, peer));
+            }
+        }
+        peers
     }
+}
+
+/// What the servers behind the service offer, as one server: resources, prompts, logging and
+/// completions only when some server has them, subscriptions when some server takes them.
+fn merged_capabilities(upstreams: &[ServerCapabilities]) -> ServerCapabilities {
+    let mut capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .build();
+    for theirs in upstreams {
+        if let Some(resources) = &theirs.resources {
+            let ours = capabilities
+                .resources
+                .get_or_insert_with(ResourcesCapability::default);
+            if resources.subscribe == Some(true) {
+                ours.subscribe = Some(true);
+            }
+            if resources.list_changed == Some(true) {
+                ours.list_changed = Some(true);
+            }
+        }
+        if let Some(prompts) = &theirs.prompts {
+            let ours = capabilities
+                .prompts
+                .get_or_insert_with(PromptsCapability::default);
+            if prompts.list_changed == Some(true) {
+                ours.list_changed = Some(true);
+            }
+        }
+        if theirs.logging.is_some() {
+            capabilities.logging.get_or_insert_with(Default::default);
+        }
+        if theirs.completions.is_some() {
+            capabilities
+                .completions
+                .get_or_insert_with(Default::default);
+        }
+    }
+    capabilities
 }
 
 impl ServerHandler for McpBridge {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        // Resources and prompts only when some MCP server behind the service has them.
-        for peer in self.service.mcp_peers() {
-            if let Some(info) = peer.peer_info() {
-                if let Some(resources) = &info.capabilities.resources {
-                    capabilities
-                        .resources
-                        .get_or_insert_with(|| resources.clone());
-                }
-                if let Some(prompts) = &info.capabilities.prompts {
-                    capabilities.prompts.get_or_insert_with(|| prompts.clone());
-                }
-            }
-        }
-        InitializeResult::new(capabilities)
+        let upstreams: Vec<ServerCapabilities> = self
+            .service
+            .mcp_upstreams()
+            .iter()
+            .filter_map(Upstream::capabilities)
+            .collect();
+        InitializeResult::new(merged_capabilities(&upstreams))
         .with_server_info(Implementation::new(
             self.service.name.clone(),
             self.service.version.clone(),
@@ -111,6 +169,8 @@ impl ServerHandler for McpBridge {
     /// Sends `notifications/tools/list_changed` to this session whenever the service's tool
     /// list changes (a reload, an upstream's own list_changed), until the session ends.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.downstream.attach(&context.peer);
+        self.downstream.set_initialized();
         let mut changes = self.service.watch_tool_list();
         let peer = context.peer;
         self.service.drain().spawn(async move {
@@ -132,13 +192,129 @@ impl ServerHandler for McpBridge {
         });
     }
 
+    /// Recorded per session; every server behind is asked for every level and the gateway
+    /// forwards what this session's level lets through.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.seen(&context);
+        self.downstream.set_level(request.level);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.seen(&context);
+        for (_, peer) in self.peers_with(|c| c.completions.is_some()).await {
+            let owns = match &request.r#ref {
+                Reference::Prompt(prompt) => peer
+                    .list_all_prompts()
+                    .await
+                    .is_ok_and(|ps| ps.iter().any(|p| p.name == prompt.name)),
+                Reference::Resource(resource) => {
+                    peer.list_all_resource_templates()
+                        .await
+                        .is_ok_and(|ts| ts.iter().any(|t| t.uri_template == resource.uri))
+                        || peer
+                            .list_all_resources()
+                            .await
+                            .is_ok_and(|rs| rs.iter().any(|r| r.uri == resource.uri))
+                }
+                _ => false,
+            };
+            if owns {
+                return peer
+                    .complete(request)
+                    .await
+                    .map_err(|e| upstream_error("completion/complete", e));
+            }
+        }
+        let what = match &request.r#ref {
+            Reference::Prompt(p) => format!("prompt '{}'", p.name),
+            Reference::Resource(r) => format!("resource '{}'", r.uri),
+            _ => "this reference".to_owned(),
+        };
+        Err(McpError::invalid_params(
+            format!("No MCP server behind this service offers completions for {what}"),
+            None,
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.seen(&context);
+        let mut last = None;
+        let mut taken = false;
+        let takes =
+            |c: &ServerCapabilities| c.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        for (_, peer) in self.peers_with(takes).await {
+            match peer
+                .subscribe(SubscribeRequestParams::new(request.uri.clone()))
+                .await
+            {
+                Ok(()) => taken = true,
+                Err(e) => last = Some(upstream_error("resources/subscribe", e)),
+            }
+        }
+        if taken {
+            self.downstream.subscribe(&request.uri);
+            return Ok(());
+        }
+        Err(last.unwrap_or_else(|| {
+            McpError::new(
+                ErrorCode(jsonrpc::METHOD_NOT_FOUND),
+                "No MCP server behind this service takes resource subscriptions",
+                None,
+            )
+        }))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.seen(&context);
+        self.downstream.unsubscribe(&request.uri);
+        let takes =
+            |c: &ServerCapabilities| c.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        // A shared connection stays subscribed while another session still is.
+        let others = self
+            .service
+            .downstreams()
+            .live()
+            .iter()
+            .any(|d| d.id() != self.downstream.id() && d.is_subscribed(&request.uri));
+        for (upstream, peer) in self.peers_with(takes).await {
+            if others && !upstream.is_per_session(&self.downstream) {
+                continue;
+            }
+            if let Err(e) = peer
+                .unsubscribe(UnsubscribeRequestParams::new(request.uri.clone()))
+                .await
+            {
+                tracing::warn!(service = %self.service.name, provider = upstream.name(), "resources/unsubscribe upstream failed: {e}");
+            }
+        }
+        Ok(())
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.seen(&context);
         let mut all = Vec::new();
-        for peer in self.peers_with(|c| c.resources.is_some()) {
+        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
             match peer.list_all_resources().await {
                 Ok(resources) => all.extend(resources),
                 Err(e) => {
@@ -152,10 +328,11 @@ impl ServerHandler for McpBridge {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.seen(&context);
         let mut all = Vec::new();
-        for peer in self.peers_with(|c| c.resources.is_some()) {
+        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
             match peer.list_all_resource_templates().await {
                 Ok(templates) => all.extend(templates),
                 Err(e) => {
@@ -169,10 +346,11 @@ impl ServerHandler for McpBridge {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.seen(&context);
         let mut last = None;
-        for peer in self.peers_with(|c| c.resources.is_some()) {
+        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
             match peer.read_resource(request.clone()).await {
                 Ok(result) => return Ok(ReadResourceResponse::Complete(result)),
                 Err(e) => last = Some(e.to_string()),
@@ -191,10 +369,11 @@ impl ServerHandler for McpBridge {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        self.seen(&context);
         let mut all = Vec::new();
-        for peer in self.peers_with(|c| c.prompts.is_some()) {
+        for (_, peer) in self.peers_with(|c| c.prompts.is_some()).await {
             match peer.list_all_prompts().await {
                 Ok(prompts) => all.extend(prompts),
                 Err(e) => {
@@ -208,9 +387,10 @@ impl ServerHandler for McpBridge {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        for peer in self.peers_with(|c| c.prompts.is_some()) {
+        self.seen(&context);
+        for (_, peer) in self.peers_with(|c| c.prompts.is_some()).await {
             let offers = peer
                 .list_all_prompts()
                 .await
@@ -234,8 +414,9 @@ impl ServerHandler for McpBridge {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.seen(&context);
         let tools = self.service.mcp_tools().as_ref().clone();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -245,6 +426,7 @@ impl ServerHandler for McpBridge {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.seen(&context);
         let request_id = uuid::Uuid::new_v4().to_string();
         let invocation_id = uuid::Uuid::new_v4().to_string();
         let session_id = context
@@ -265,10 +447,17 @@ impl ServerHandler for McpBridge {
             .map(|token| forward_progress(self.service.drain(), context.peer.clone(), token));
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
+        // What the upstream asks its client during the call goes to this request's client.
+        let caller = Caller::new(self.downstream.clone(), Some(context.id.clone()));
+        let call = CALLER.scope(
+            caller.clone(),
+            self.service
+                .call_tool(&request.name, arguments, &request_id, progress),
+        );
         // notifications/cancelled from the client drops the call, and with it the upstream
         // request (which rmcp cancels on drop).
         let outcome = tokio::select! {
-                        outcome = self.service.call_tool(&request.name, arguments, &request_id, progress) => Some(outcome),
+            outcome = call => Some(outcome),
             _ = context.ct.cancelled() => None,
         };
         let (status, code) = match &outcome {
@@ -294,14 +483,33 @@ impl ServerHandler for McpBridge {
         match outcome {
             // The client gave up; MCP clients ignore any answer to a cancelled request.
             None => Err(McpError::new(
-                ErrorCode(-32800),
+                ErrorCode(jsonrpc::REQUEST_CANCELLED),
                 "Request cancelled by the client",
                 None,
             )),
-            Some(Ok(data)) => Ok(CallToolResponse::Complete(as_result(data))),
-            Some(Err(failure)) => Err(failure).or_else(|f| error_for(f, &request_id)),
+            // An MCP server's own result, as it sent it; the contract's data for other tools.
+            Some(Ok(data)) => Ok(CallToolResponse::Complete(
+                caller
+                    .take_result()
+                    .map(complete)
+                    .unwrap_or_else(|| as_result(data)),
+            )),
+            // The server's own isError result too; a failure of ours is answered per the table.
+            Some(Err(failure)) => match caller.take_result().filter(|r| r.is_error == Some(true)) {
+                Some(theirs) => Ok(CallToolResponse::Complete(complete(theirs))),
+                None => error_for(failure, &request_id),
+            },
         }
     }
+}
+
+/// An upstream's result marked complete, as 2026-07-28 clients need it (a handshake-era
+/// server does not say).
+fn complete(mut result: CallToolResult) -> CallToolResult {
+    result
+        .result_type
+        .get_or_insert(rmcp::model::ResultType::COMPLETE);
+    result
 }
 
 /// A result the way an MCP client expects it: the upstream's own content blocks when `data`

@@ -120,6 +120,12 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The MCP surface's handle on an `mcp` provider (per-session connections, capabilities);
+    /// `None` for other kinds.
+    fn mcp_upstream(&self) -> Option<mcp::Upstream> {
+        None
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {
@@ -153,6 +159,8 @@ pub fn with_hint(message: &str, hint: Option<&str>) -> String {
 pub struct ProviderHooks {
     pub tools_changed: Arc<Notify>,
     pub shutdown: Shutdown,
+    /// The service's client MCP sessions, for what an MCP server sends its client.
+    pub downstreams: mcp::downstream::Downstreams,
 }
 
 /// Builds the provider a config entry describes. Nothing is connected until [`Provider::start`].

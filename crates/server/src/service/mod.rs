@@ -30,6 +30,8 @@ pub use self::settings::Settings;
 use self::toolset::ToolSet;
 use crate::config::{ServiceConfig, diff};
 use crate::dependency;
+use crate::provider::mcp::Upstream;
+use crate::provider::mcp::downstream::Downstreams;
 use crate::provider::{self, Provider, ProviderHooks};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
@@ -70,6 +72,9 @@ pub struct Service {
     drain: Shutdown,
     /// The parent of every provider's own shutdown.
     providers: Shutdown,
+    /// The client MCP sessions, kept across reloads (MCP providers send them what their
+    /// servers send a client).
+    downstreams: Downstreams,
 }
 
 impl Service {
@@ -83,9 +88,11 @@ impl Service {
         let tools_changed = Arc::new(Notify::new());
         let name = config.service.name.to_string();
         let version = config.version();
+        let downstreams = Downstreams::default();
         let hooks = ProviderHooks {
             tools_changed: tools_changed.clone(),
             shutdown: providers.clone(),
+            downstreams: downstreams.clone(),
         };
         let built = build_providers(&config, None, &hooks)?;
         let toolset = ToolSet::new(&name, &version, &config, built, ToolRegistry::default());
@@ -101,6 +108,7 @@ impl Service {
             last_checks: tokio::sync::Mutex::new(None),
             drain,
             providers,
+            downstreams,
             name,
             version,
         }))
@@ -188,6 +196,7 @@ impl Service {
         let hooks = ProviderHooks {
             tools_changed: self.tools_changed.clone(),
             shutdown: self.providers.clone(),
+            downstreams: self.downstreams.clone(),
         };
         let providers = build_providers(&config, Some((old, &old_providers)), &hooks)?;
         let fresh: Vec<Arc<dyn Provider>> = providers
@@ -236,6 +245,20 @@ impl Service {
             .iter()
             .filter_map(|p| p.mcp_peer())
             .collect()
+    }
+
+    /// The `mcp` providers behind the service, in provider order.
+    pub fn mcp_upstreams(&self) -> Vec<Upstream> {
+        self.toolset()
+            .providers
+            .iter()
+            .filter_map(|p| p.mcp_upstream())
+            .collect()
+    }
+
+    /// The client MCP sessions of this service.
+    pub fn downstreams(&self) -> &Downstreams {
+        &self.downstreams
     }
 
     pub fn openapi(&self) -> Arc<Value> {

@@ -1,39 +1,63 @@
-//! Running one tool on the live connection: a plain `tools/call`, or one whose progress is
-//! routed back to the caller; a call that is dropped (timeout, caller gone) is cancelled
-//! upstream.
+//! Running one tool on a live connection — the shared one, or the calling session's own
+//! (`session_per_client`): the `tools/call` is entered in the connection's routes for as long
+//! as it runs, so that its progress and the server's requests to its client reach the caller;
+//! a call that is dropped (timeout, caller gone) is cancelled upstream.
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientRequest};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
-use super::client::ProgressRoutes;
+use super::client::{CallerRoutes, ProgressRoutes};
+use super::downstream::{Caller, current_caller};
 use super::{CallContext, Inner, JsonObject, ToolError, result};
 use crate::provider::ProgressSink;
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
+/// One connection and its routing tables (progress tokens and callers are per connection).
+#[derive(Clone)]
+pub(super) struct Link {
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) progress: ProgressRoutes,
+    pub(super) callers: CallerRoutes,
+}
+
 impl Inner {
-    /// `tools/call` with the progress the server reports routed to `sink`: the request is sent
-    /// by hand to learn the progress token rmcp gives it.
-    async fn call_with_progress(
+    /// `tools/call`, sent by hand to learn the id and progress token rmcp gives it.
+    async fn send_call(
         &self,
-        peer: &Peer<RoleClient>,
+        link: &Link,
         params: CallToolRequestParams,
-        sink: ProgressSink,
+        sink: Option<ProgressSink>,
+        caller: Option<Caller>,
     ) -> Result<CallToolResponse, ServiceError> {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
-        let handle = peer
+        let handle = link
+            .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
-        let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
-        self.progress.write_unpoisoned().insert(key.clone(), sink);
-        let _route = ProgressRoute {
-            routes: self.progress.clone(),
-            key,
-        };
+        let _progress = sink.map(|sink| {
+            let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
+            link.progress.write_unpoisoned().insert(key.clone(), sink);
+            ProgressRoute {
+                routes: link.progress.clone(),
+                key,
+            }
+        });
+        let _caller = caller.map(|caller| {
+            link.callers
+                .calls
+                .write_unpoisoned()
+                .insert(handle.id.clone(), caller);
+            link.callers.changed.notify_waiters();
+            CallerRoute {
+                routes: link.callers.clone(),
+                id: handle.id.clone(),
+            }
+        });
         let mut cancel = CancelOnDrop {
-            peer: peer.clone(),
+            peer: link.peer.clone(),
             tasks: self.shutdown.clone(),
             id: Some(handle.id.clone()),
         };
@@ -47,32 +71,62 @@ impl Inner {
         }
     }
 
-    pub(super) async fn call(
-        &self,
-        tool: &str,
-        args: JsonObject,
-        cx: &CallContext,
-    ) -> Result<Value, ToolError> {
-        let peer = self.current_peer();
-        let Some(peer) = peer else {
+    /// The connection a call goes on: the caller's own with `session_per_client`, else the
+    /// shared one.
+    async fn link_for(
+        self: &std::sync::Arc<Self>,
+        caller: Option<&Caller>,
+    ) -> Result<(Link, bool), ToolError> {
+        if let Some(caller) = caller
+            && self.session_per_client
+            && caller.downstream.is_session()
+        {
+            let link = self
+                .session_link(&caller.downstream)
+                .await
+                .map_err(|why| {
+                    ToolError::Unavailable(format!(
+                        "Dependency unavailable: MCP server '{}' (this session's own connection): {why}",
+                        self.name
+                    ))
+                })?;
+            return Ok((link, false));
+        }
+        let Some(peer) = self.current_peer() else {
             let why = self.current_status().error.unwrap_or_default();
             return Err(ToolError::Unavailable(format!(
                 "Dependency unavailable: MCP server '{}' is not connected: {why}",
                 self.name
             )));
         };
+        Ok((
+            Link {
+                peer,
+                progress: self.progress.clone(),
+                callers: self.callers.clone(),
+            },
+            true,
+        ))
+    }
+
+    pub(super) async fn call(
+        self: &std::sync::Arc<Self>,
+        tool: &str,
+        args: JsonObject,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let caller = current_caller();
+        let (link, shared) = self.link_for(caller.as_ref()).await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         // Dropping the request (timeout, caller gone) sends notifications/cancelled upstream.
-        let outcome = match &cx.progress {
-            None => tokio::time::timeout(cx.timeout, peer.call_tool_once(params)).await,
-            Some(sink) => {
-                tokio::time::timeout(
-                    cx.timeout,
-                    self.call_with_progress(&peer, params, sink.clone()),
-                )
-                .await
-            }
-        };
+        let outcome = tokio::time::timeout(
+            cx.timeout,
+            self.send_call(&link, params, cx.progress.clone(), caller.clone()),
+        )
+        .await;
+        if let (Some(caller), Ok(Ok(CallToolResponse::Complete(result)))) = (&caller, &outcome) {
+            *caller.result.write_unpoisoned() = Some(result.clone());
+        }
         match outcome {
             Err(_) => {
                 tracing::info!(
@@ -90,17 +144,20 @@ impl Inner {
             ))),
             Ok(Err(ServiceError::McpError(e))) => {
                 let message = format!("Tool '{tool}' failed: {}", e.message);
-                // -32602 is JSON-RPC's invalid params; MCP servers also use it for unknown tools.
-                if e.code.0 == -32602 && e.message.to_lowercase().contains("unknown tool") {
+                // Invalid params is JSON-RPC's; MCP servers also use it for unknown tools.
+                let invalid_params = e.code == rmcp::model::ErrorCode::INVALID_PARAMS;
+                if invalid_params && e.message.to_lowercase().contains("unknown tool") {
                     Err(ToolError::NotFound(tool.to_owned()))
-                } else if e.code.0 == -32602 {
+                } else if invalid_params {
                     Err(ToolError::InvalidArguments(message))
                 } else {
                     Err(ToolError::Execution(message))
                 }
             }
             Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
-                self.reconnect.notify_one();
+                if shared {
+                    self.reconnect.notify_one();
+                }
                 Err(ToolError::Unavailable(format!(
                     "Dependency unavailable: MCP server '{}' connection lost during the call: {e}",
                     self.name
@@ -142,5 +199,17 @@ struct ProgressRoute {
 impl Drop for ProgressRoute {
     fn drop(&mut self) {
         self.routes.write_unpoisoned().remove(&self.key);
+    }
+}
+
+/// Takes a call's place in [`CallerRoutes`] for as long as it runs.
+struct CallerRoute {
+    routes: CallerRoutes,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for CallerRoute {
+    fn drop(&mut self) {
+        self.routes.calls.write_unpoisoned().remove(&self.id);
     }
 }

@@ -1,14 +1,19 @@
 //! The `mcp` provider: tools of an MCP server reached over stdio (a supervised child process),
 //! Streamable HTTP or legacy SSE, through rmcp's client.
 //!
-//! The [`supervisor`] owns the connection and reconnects with backoff; [`call`] runs tools on
-//! the live connection and never waits for a reconnect: while the server is down calls fail at
-//! once with EXECUTION_ERROR. [`client`] is our side of the protocol (progress, list changes),
-//! [`result`] maps MCP's shapes onto the contract's, and [`upstream`] reaches the server.
+//! The [`supervisor`] owns the shared connection and reconnects with backoff; [`sessions`]
+//! opens one connection per client session for providers with `session_per_client`; [`call`]
+//! runs tools on a live connection and never waits for a reconnect: while the server is down
+//! calls fail at once with EXECUTION_ERROR. [`client`] is our side of the protocol (progress,
+//! list changes, what the server sends its client), [`downstream`] the client sessions it goes
+//! to, [`result`] maps MCP's shapes onto the contract's, and [`upstream`] reaches the server.
+//! [`Upstream`] is what the MCP surface holds of a provider.
 
 mod call;
 mod client;
+pub mod downstream;
 mod result;
+mod sessions;
 mod supervisor;
 mod upstream;
 
@@ -23,7 +28,9 @@ use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use self::client::ProgressRoutes;
+use self::client::{CallerRoutes, ProgressRoutes};
+use self::downstream::{Downstream, Downstreams};
+use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
 use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
 use crate::config::{McpProviderConfig, ServiceConfig};
@@ -51,8 +58,15 @@ pub(super) struct Inner {
     pub(super) refresh: Arc<Notify>,
     /// A call saw the connection fail (Streamable HTTP has no other way to tell).
     pub(super) reconnect: Notify,
-    /// Running calls whose caller wants progress.
+    /// Running calls whose caller wants progress (on the shared connection).
     pub(super) progress: ProgressRoutes,
+    /// Running calls that came from an MCP client (on the shared connection).
+    callers: CallerRoutes,
+    /// The service's client sessions.
+    pub(super) downstreams: Downstreams,
+    /// `session_per_client`, and the connections it opened.
+    pub(super) session_per_client: bool,
+    session_links: SessionLinks,
     /// Stops the supervisor and everything it spawned.
     pub(super) shutdown: Shutdown,
     pub(super) first_attempt_done: watch::Sender<bool>,
@@ -88,6 +102,10 @@ impl McpProvider {
             refresh: Arc::new(Notify::new()),
             reconnect: Notify::new(),
             progress: ProgressRoutes::default(),
+            callers: CallerRoutes::default(),
+            downstreams: hooks.downstreams.clone(),
+            session_per_client: config.session_per_client,
+            session_links: SessionLinks::default(),
             shutdown: hooks.shutdown.child(),
             first_attempt_done: watch::channel(false).0,
         };
@@ -153,6 +171,10 @@ impl Provider for McpProvider {
         self.inner.current_peer()
     }
 
+    fn mcp_upstream(&self) -> Option<Upstream> {
+        Some(Upstream(self.inner.clone()))
+    }
+
     fn missing_tools_reason(&self) -> Option<String> {
         let connected = self.inner.current_peer().is_some();
         let never_listed = self.inner.tools.read_unpoisoned().is_empty();
@@ -178,5 +200,47 @@ impl Provider for McpProvider {
             }
         }
         .boxed()
+    }
+}
+
+/// What the MCP surface holds of an `mcp` provider: the connection a client session's
+/// requests (resources, prompts, completions, subscriptions) go on.
+#[derive(Clone)]
+pub struct Upstream(Arc<Inner>);
+
+impl Upstream {
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The shared connection, if up.
+    pub fn shared_peer(&self) -> Option<Peer<RoleClient>> {
+        self.0.current_peer()
+    }
+
+    /// What the server said it can do (from the shared connection's handshake).
+    pub fn capabilities(&self) -> Option<rmcp::model::ServerCapabilities> {
+        Some(self.shared_peer()?.peer_info()?.capabilities.clone())
+    }
+
+    /// The connection `downstream`'s requests go on: its own with `session_per_client` (a
+    /// handshake-era session), else the shared one.
+    pub async fn peer_for(&self, downstream: &Arc<Downstream>) -> Option<Peer<RoleClient>> {
+        if self.0.session_per_client && downstream.is_session() {
+            return match self.0.session_link(downstream).await {
+                Ok(link) => Some(link.peer),
+                Err(why) => {
+                    tracing::warn!(service = %self.0.service, provider = %self.0.name, "this session's own connection failed: {why}");
+                    None
+                }
+            };
+        }
+        self.shared_peer()
+    }
+
+    /// Whether `downstream` has a connection of its own here (its subscriptions and log
+    /// levels then travel on it, not on the shared one).
+    pub fn is_per_session(&self, downstream: &Downstream) -> bool {
+        self.0.session_per_client && downstream.is_session()
     }
 }

@@ -17,7 +17,7 @@ use super::{Inner, result};
 use crate::sync::Unpoisoned;
 
 /// How long one connection attempt (spawn/connect, initialize, list tools) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// First and longest wait between reconnection attempts.
 const BACKOFF_MIN: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -106,6 +106,11 @@ impl Inner {
         let handler = GatewayClient {
             refresh: self.refresh.clone(),
             progress: self.progress.clone(),
+            callers: self.callers.clone(),
+            downstreams: self.downstreams.clone(),
+            owner: None,
+            tasks: self.shutdown.clone(),
+            who: Arc::new((self.service.clone(), self.name.clone())),
         };
         let serving = upstream::serve(
             &self.endpoint,
@@ -126,6 +131,7 @@ impl Inner {
             .await
             .map_err(|_| "tools/list did not answer in time".to_owned())?
             .map_err(|e| format!("tools/list failed: {e}"))?;
+        hear_every_level(running.peer()).await;
         Ok((running, tools.iter().map(result::tool_schema).collect()))
     }
 
@@ -231,5 +237,20 @@ impl Inner {
 
     fn clear_peer(&self) {
         self.peer.write_unpoisoned().take();
+    }
+}
+
+/// Asks a server that logs to send every level: each client session gets the levels it asked
+/// for, filtered by the gateway (`Downstream::wants_log`).
+#[allow(deprecated)] // logging is deprecated by SEP-2577, still in the versions served
+pub(super) async fn hear_every_level(peer: &Peer<RoleClient>) {
+    let logs = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.logging.is_some());
+    if logs {
+        let level = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug);
+        if let Err(e) = tokio::time::timeout(PING_TIMEOUT, peer.set_level(level)).await {
+            tracing::debug!("logging/setLevel upstream did not answer: {e}");
+        }
     }
 }
