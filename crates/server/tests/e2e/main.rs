@@ -10,6 +10,7 @@ mod harness;
 mod health;
 mod http_provider;
 mod lifecycle;
+mod mcp_fidelity;
 mod mcp_provider;
 mod mcp_provider_http;
 mod mcp_provider_supervision;

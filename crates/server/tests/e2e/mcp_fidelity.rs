@@ -1,0 +1,189 @@
+//! Talking to an MCP server through the gateway's /mcp is talking to the server: the official
+//! Python SDK 2.x client sees the same of server-everything directly (stdio) and through a
+//! gateway service — content of every kind, structured content, progress, sampling,
+//! elicitation and roots requests, log messages at the level it set, resource subscriptions
+//! and their updates, completions — with one shared upstream connection and with one per
+//! client session. Several clients calling at once each get their own sampling request. Both
+//! protocol eras list and call tools, and a 2026-07-28 request whose headers disagree with its
+//! body is refused.
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// Runs a Python fixture and returns the JSON object it printed last.
+async fn python(args: Vec<String>) -> Value {
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(venv_python())
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+fn everything(extra: &str) -> String {
+    format!(
+        "providers:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio]{extra} }}\n",
+        everything_js()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_sees_the_same_through_the_gateway_as_directly() {
+    let direct = python(vec![
+        fixture("mcp_fidelity.py"),
+        "direct".into(),
+        "node".into(),
+        everything_js(),
+    ])
+    .await;
+    // What the comparison rests on is there at all.
+    assert_eq!(
+        direct["capabilities"],
+        serde_json::json!({"logging": true, "completions": true, "subscribe": true})
+    );
+    assert_eq!(direct["sampling"]["asked"]["maxTokens"], 7, "{direct}");
+    assert_eq!(direct["logs"].as_array().unwrap().len(), 2, "{direct}");
+    assert_eq!(direct["logs_between"], 0, "nothing below the level set");
+    assert_eq!(direct["roots"]["asked"], true);
+    assert!(!direct["updates"].as_array().unwrap().is_empty());
+    assert!(!direct["completion"].as_array().unwrap().is_empty());
+    for (label, extra) in [
+        ("shared", ""),
+        ("per-session", ", session_per_client: true"),
+    ] {
+        let gw = Gateway::start("fidelity", &everything(extra)).await;
+        let through = python(vec![fixture("mcp_fidelity.py"), gw.url("/mcp")]).await;
+        let features: Vec<&String> = direct.as_object().unwrap().keys().collect();
+        for feature in features {
+            assert_eq!(
+                through[feature], direct[feature],
+                "{label}: '{feature}' differs through the gateway"
+            );
+        }
+    }
+}
+
+/// Two clients call the same upstream at once; each sampling request reaches the client whose
+/// call caused it: with one upstream session per client (stdio), and over one shared Streamable
+/// HTTP connection, where the stream a request arrives on names the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_clients_each_get_their_own_sampling_request() {
+    let port = free_port();
+    let _upstream = start_everything_on("streamableHttp", port).await;
+    let shared_http = format!(
+        "providers:\n  - {{ name: everything, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\" }}\n"
+    );
+    for (label, providers) in [
+        (
+            "per-session stdio",
+            everything(", session_per_client: true"),
+        ),
+        ("shared streamable HTTP", shared_http),
+    ] {
+        let gw = Gateway::start("sampling", &providers).await;
+        let barrier = tempfile::tempdir().unwrap();
+        let run = |name: &str| {
+            python(vec![
+                fixture("mcp_sampling_client.py"),
+                gw.url("/mcp"),
+                name.to_owned(),
+                barrier.path().display().to_string(),
+                "2".into(),
+            ])
+        };
+        let (ada, bob) = tokio::join!(run("ada"), run("bob"));
+        for (name, seen) in [("ada", ada), ("bob", bob)] {
+            assert_eq!(
+                seen["asked"],
+                serde_json::json!([format!(
+                    "Resource trigger-sampling-request context: prompt of {name}"
+                )]),
+                "{label}: {name} was asked its own request: {seen}"
+            );
+            assert_eq!(seen["is_error"], false, "{label}: {seen}");
+            assert!(
+                seen["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("answer of {name}")),
+                "{label}: {name}'s call got its own answer: {seen}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_of_both_protocol_eras_list_and_call_tools() {
+    let gw = Gateway::start("eras", &everything("")).await;
+    for (mode, version) in [
+        ("legacy", "2025-11-25"),
+        ("auto", "2026-07-28"),
+        ("2026-07-28", "2026-07-28"),
+    ] {
+        let seen = python(vec![fixture("mcp_eras.py"), gw.url("/mcp"), mode.into()]).await;
+        assert_eq!(seen["protocol_version"], version, "{mode}: {seen}");
+        assert!(
+            seen["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "echo"),
+            "{mode}: {seen}"
+        );
+        assert_eq!(seen["echo"], format!("Echo: era {mode} ✓"), "{mode}");
+        assert_eq!(seen["invalid_is_error"], true, "{mode}: SEP-1303");
+        assert_eq!(seen["invalid_code"], "INVALID_ARGUMENTS", "{mode}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_request_whose_headers_disagree_with_its_body_is_refused() {
+    let gw = Gateway::start("mismatch", &everything("")).await;
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"message": "x"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let send = |method: &'static str, name: &'static str| {
+        reqwest::Client::new()
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .json(&body)
+            .send()
+    };
+    let agreeing = send("tools/call", "echo").await.unwrap();
+    assert_eq!(
+        agreeing.status(),
+        200,
+        "the same request with matching headers runs"
+    );
+    let answer = agreeing.text().await.unwrap();
+    assert!(answer.contains("Echo: x"), "{answer}");
+    for (method, name) in [("tools/list", "echo"), ("tools/call", "get-sum")] {
+        let refused = send(method, name).await.unwrap();
+        assert_eq!(refused.status(), 400, "{method} {name}");
+        let text = refused.text().await.unwrap();
+        let error: Value = serde_json::from_str(&text)
+            .ok()
+            .or_else(|| {
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .find_map(|d| serde_json::from_str(d.trim()).ok())
+            })
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(error["error"]["code"], -32020, "{method} {name}: {error}");
+    }
+}
