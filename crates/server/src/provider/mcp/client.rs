@@ -1,5 +1,5 @@
-//! Our side of the MCP connection: identifies the gateway, hears list changes, routes progress
-//! to the calls it belongs to, and hands what the server sends its client — log messages,
+//! Our side of the MCP connection: identifies the gateway, hears list changes (progress is
+//! routed by `upstream::tap`), and hands what the server sends its client — log messages,
 //! resource updates, and the requests `sampling/createMessage`, `elicitation/create`,
 //! `roots/list` — to the client sessions behind the gateway.
 //!
@@ -25,7 +25,7 @@ use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use tokio::sync::Notify;
 
 use super::downstream::{Caller, ClientAnswer, ClientAsk, Downstream, Downstreams, ask_client};
-use crate::provider::{Progress, ProgressSink};
+use crate::provider::ProgressSink;
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -66,6 +66,13 @@ impl GatewayClient {
     /// The client the server's request is for; `None` while no call is in flight.
     fn caller_for(&self, context: &RequestContext<RoleClient>) -> Result<Option<Caller>, McpError> {
         let callers = self.callers.calls.read_unpoisoned();
+        // Streamable HTTP: the request arrived on the response stream of one of our calls.
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) =
+            context.extensions.get::<InboundStreamOrigin>()
+            && let Some(caller) = callers.get(id)
+        {
+            return Ok(Some(caller.clone()));
+        }
         if let Some(owner) = &self.owner {
             let Some(downstream) = owner.upgrade() else {
                 return Err(McpError::internal_error(
@@ -73,15 +80,9 @@ impl GatewayClient {
                     None,
                 ));
             };
-            // On the stream of a call when there is one, else the session's own stream.
+            // On the stream of a call of the session when there is one, else on its own.
             let related = callers.values().next().and_then(|c| c.request_id.clone());
             return Ok(Some(Caller::new(downstream, related)));
-        }
-        if let Some(InboundStreamOrigin::OutboundRequest(id)) =
-            context.extensions.get::<InboundStreamOrigin>()
-            && let Some(caller) = callers.get(id)
-        {
-            return Ok(Some(caller.clone()));
         }
         let mut callers = callers.values();
         match (callers.next(), callers.next()) {
@@ -245,19 +246,6 @@ impl ClientHandler for GatewayClient {
         self.refresh.notify_one();
     }
 
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let key = serde_json::to_string(&params.progress_token).unwrap_or_default();
-        let sink = self.progress.write_unpoisoned().get(&key).cloned();
-        if let Some(sink) = sink {
-            let _ = sink.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
+    // notifications/progress is routed as it is read (upstream::tap), in order with the
+    // answers; the default handler ignores it here.
 }

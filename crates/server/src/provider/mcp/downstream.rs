@@ -4,9 +4,9 @@
 //! running in this task, so that an upstream's request to its client reaches the client whose
 //! call caused it.
 //!
-//! The MCP surface (`crate::mcp`) creates the records and sets the caller; this side reads
+//! The MCP surface (`src/mcp/`) creates the records and sets the caller; this side reads
 //! them. Records are held by their session only: the book keeps weak references, and a
-//! record that drops says so through [`Downstream::closed`].
+//! record that drops leaves the book and says so through [`Downstream::closed`].
 // rmcp marks logging, sampling and roots deprecated (SEP-2577); the protocol versions the
 // gateway serves still have them, and clients use them.
 #![allow(deprecated)]
@@ -41,6 +41,8 @@ pub struct Downstream {
     subscriptions: Mutex<BTreeSet<String>>,
     /// Cancelled when the session's record drops: its own upstream connections close.
     closed: CancellationToken,
+    /// The book it is entered in, to leave it when it drops.
+    book: Weak<Mutex<HashMap<u64, Weak<Downstream>>>>,
 }
 
 impl Downstream {
@@ -54,6 +56,7 @@ impl Downstream {
             level: Mutex::new(None),
             subscriptions: Mutex::new(BTreeSet::new()),
             closed: CancellationToken::new(),
+            book: Arc::downgrade(&book.0),
         });
         book.0
             .write_unpoisoned()
@@ -132,6 +135,9 @@ impl Downstream {
 impl Drop for Downstream {
     fn drop(&mut self) {
         self.closed.cancel();
+        if let Some(book) = self.book.upgrade() {
+            book.write_unpoisoned().remove(&self.id);
+        }
     }
 }
 
@@ -154,11 +160,19 @@ pub fn severity(level: LoggingLevel) -> u8 {
 pub struct Downstreams(Arc<Mutex<HashMap<u64, Weak<Downstream>>>>);
 
 impl Downstreams {
-    /// The sessions still open; forgets the ones that ended.
+    /// The sessions still open.
     pub fn live(&self) -> Vec<Arc<Downstream>> {
-        let mut book = self.0.write_unpoisoned();
-        book.retain(|_, record| record.strong_count() > 0);
+        let book = self.0.read_unpoisoned();
         book.values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// How many records the book holds (an ended session's is gone at once).
+    pub fn len(&self) -> usize {
+        self.0.read_unpoisoned().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -218,7 +232,14 @@ impl ClientAsk {
     fn offered_by(&self, capabilities: &ClientCapabilities) -> bool {
         match self {
             ClientAsk::Sampling(_) => capabilities.sampling.is_some(),
-            ClientAsk::Elicitation(_) => capabilities.elicitation.is_some(),
+            // URL mode needs `url`; form mode is `form`, or an empty capability (older clients).
+            ClientAsk::Elicitation(params) => match &capabilities.elicitation {
+                None => false,
+                Some(e) => match params {
+                    ElicitRequestParams::UrlElicitationParams { .. } => e.url.is_some(),
+                    _ => e.form.is_some() || e.url.is_none(),
+                },
+            },
             ClientAsk::Roots => capabilities.roots.is_some(),
         }
     }
@@ -314,6 +335,7 @@ mod tests {
         let gone = Downstream::new(&book);
         let closed = gone.closed();
         drop(gone);
+        assert_eq!(book.len(), 1, "the ended session left the book");
         assert_eq!(
             book.live().iter().map(|d| d.id()).collect::<Vec<_>>(),
             vec![kept.id()]

@@ -4,14 +4,17 @@
 pub mod sse;
 pub mod stdio;
 pub mod streamable_http;
+pub mod tap;
 
 use std::path::Path;
 
 use rmcp::service::RunningService;
+use rmcp::transport::IntoTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use self::stdio::StdioSpec;
 use self::streamable_http::HttpSpec;
+use self::tap::ProgressTap;
 use super::client::GatewayClient;
 use crate::config::{EnvError, McpTransport};
 use crate::shutdown::Shutdown;
@@ -89,6 +92,7 @@ pub async fn serve(
     who: (&str, &str),
 ) -> Result<RunningService<RoleClient, GatewayClient>, ConnectError> {
     let (service, provider) = who;
+    let routes = handler.progress.clone();
     match endpoint {
         Endpoint::Stdio(spec) => {
             let (transport, stderr, pid) = spec.spawn().map_err(|source| ConnectError::Spawn {
@@ -106,23 +110,30 @@ pub async fn serve(
                 spec.program
             );
             handler
-                .serve(transport)
+                .serve(ProgressTap::new(
+                    IntoTransport::<RoleClient, _, _>::into_transport(transport),
+                    routes,
+                ))
                 .await
                 .map_err(ConnectError::Initialize)
         }
-        Endpoint::StreamableHttp(spec) => {
-            handler
-                .serve(spec.transport())
-                .await
-                .map_err(|source| ConnectError::Connect {
-                    url: spec.redacted_url(),
-                    source,
-                })
-        }
+        Endpoint::StreamableHttp(spec) => handler
+            .serve(ProgressTap::new(
+                IntoTransport::<RoleClient, _, _>::into_transport(spec.transport()),
+                routes,
+            ))
+            .await
+            .map_err(|source| ConnectError::Connect {
+                url: spec.redacted_url(),
+                source,
+            }),
         Endpoint::LegacySse(spec) => {
             let transport = sse::connect(spec, tasks).await?;
             handler
-                .serve(transport)
+                .serve(ProgressTap::new(
+                    IntoTransport::<RoleClient, _, _>::into_transport(transport),
+                    routes,
+                ))
                 .await
                 .map_err(ConnectError::Initialize)
         }
