@@ -77,10 +77,18 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
     }
 }
 
-/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
+/// Where an `isError` result carries `{code, request_id, retryable, …}` when the tool declares
+/// an output schema: its `structuredContent` must match that schema (MCP clients such as the
+/// TypeScript SDK check it on error results too), so the data goes in `_meta` under this key.
+pub const ERROR_META_KEY: &str = "io.github.mcp-http-gateway/error";
+
+/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id,
+/// retryable}`, in `structuredContent`, or in `_meta` ([`ERROR_META_KEY`]) for a tool with an
+/// output schema (`typed`).
 pub(super) fn error_for(
     failure: crate::service::CallFailure,
     request_id: &str,
+    typed: bool,
 ) -> Result<CallToolResponse, McpError> {
     let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
     if let Some(issues) = &failure.validation_errors {
@@ -99,7 +107,13 @@ pub(super) fn error_for(
                 text.push_str(&format!("\n{path}: {}", issue.message));
             }
             let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-            result.structured_content = Some(data);
+            if typed {
+                let mut meta = serde_json::Map::new();
+                meta.insert(ERROR_META_KEY.to_owned(), data);
+                result.meta = Some(rmcp::model::MetaObject(meta));
+            } else {
+                result.structured_content = Some(data);
+            }
             Ok(CallToolResponse::Complete(result))
         }
         McpAnswer::JsonRpc(code) => {
@@ -148,7 +162,7 @@ mod tests {
             message: "m".into(),
             validation_errors: None,
         };
-        match error_for(failure(Code::Timeout), "rid") {
+        match error_for(failure(Code::Timeout), "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
                 assert_eq!(r.is_error, Some(true));
                 assert_eq!(r.structured_content.unwrap()["retryable"], true);
@@ -163,7 +177,7 @@ mod tests {
                 message: "\"one\" is not of type \"number\"".into(),
             }]),
         };
-        match error_for(invalid, "rid") {
+        match error_for(invalid, "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
                 assert_eq!(r.is_error, Some(true));
                 let text = serde_json::to_value(&r.content).unwrap()[0]["text"].clone();
@@ -178,7 +192,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match error_for(failure(Code::ToolNotFound), "rid") {
+        match error_for(failure(Code::ExecutionError), "rid", true) {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.is_error, Some(true));
+                assert!(
+                    r.structured_content.is_none(),
+                    "would break the output schema"
+                );
+                assert_eq!(r.meta.unwrap().0[ERROR_META_KEY]["code"], "EXECUTION_ERROR");
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(failure(Code::ToolNotFound), "rid", false) {
             Err(e) => {
                 assert_eq!(e.code.0, jsonrpc::INVALID_PARAMS);
                 assert_eq!(e.data.unwrap()["request_id"], "rid");

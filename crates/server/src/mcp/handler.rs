@@ -33,6 +33,9 @@ use crate::provider::mcp::Upstream;
 use crate::provider::mcp::downstream::{CALLER, Caller, Downstream};
 use crate::service::Service;
 
+/// How long an answer waits for the call's last progress reports to be sent.
+const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
+
 /// One MCP session's view of the service (one request's, for a stateless 2026-07-28 client).
 #[derive(Clone)]
 pub struct McpBridge {
@@ -441,10 +444,14 @@ impl ServerHandler for McpBridge {
                     .map(str::to_owned)
             });
         let arguments = request.arguments.unwrap_or_default();
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| forward_progress(self.service.drain(), context.peer.clone(), token));
+        let (progress, forwarding) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, forwarding) =
+                    forward_progress(self.service.drain(), context.peer.clone(), token);
+                (Some(sink), Some(forwarding))
+            }
+            None => (None, None),
+        };
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // What the upstream asks its client during the call goes to this request's client.
@@ -460,6 +467,11 @@ impl ServerHandler for McpBridge {
             outcome = call => Some(outcome),
             _ = context.ct.cancelled() => None,
         };
+        // Every progress report goes out before the answer: the forwarder ends once the call
+        // has dropped its ends of the channel and the reports are sent.
+        if let Some(forwarding) = forwarding {
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
+        }
         let (status, code) = match &outcome {
             Some(Ok(_)) => ("ok", None),
             Some(Err(f)) => ("error", Some(f.code.as_str())),
@@ -494,11 +506,31 @@ impl ServerHandler for McpBridge {
                     .map(complete)
                     .unwrap_or_else(|| as_result(data)),
             )),
-            // The server's own isError result too; a failure of ours is answered per the table.
-            Some(Err(failure)) => match caller.take_result().filter(|r| r.is_error == Some(true)) {
-                Some(theirs) => Ok(CallToolResponse::Complete(complete(theirs))),
-                None => error_for(failure, &request_id),
-            },
+            // The server's own isError result too, with the table's structuredContent when it
+            // gave none; a failure of ours is answered per the table.
+            Some(Err(failure)) => {
+                let typed = self
+                    .service
+                    .mcp_tools()
+                    .iter()
+                    .any(|t| t.name == request.name && t.output_schema.is_some());
+                let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
+                match (theirs, error_for(failure, &request_id, typed)) {
+                    (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {
+                        if theirs.structured_content.is_none() {
+                            theirs.structured_content = ours.structured_content;
+                        }
+                        if let Some(ours) = ours.meta {
+                            let meta = theirs.meta.get_or_insert_with(Default::default);
+                            for (key, value) in ours.0 {
+                                meta.0.entry(key).or_insert(value);
+                            }
+                        }
+                        Ok(CallToolResponse::Complete(complete(theirs)))
+                    }
+                    (_, answer) => answer,
+                }
+            }
         }
     }
 }
@@ -538,9 +570,9 @@ fn forward_progress(
     tasks: &crate::shutdown::Shutdown,
     peer: rmcp::Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
-) -> crate::provider::ProgressSink {
+) -> (crate::provider::ProgressSink, tokio::task::JoinHandle<()>) {
     let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
-    tasks.spawn(async move {
+    let forwarding = tasks.spawn(async move {
         while let Some(report) = reports.recv().await {
             let mut param =
                 rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
@@ -551,5 +583,34 @@ fn forward_progress(
             }
         }
     });
-    sink
+    (sink, forwarding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capabilities(json: serde_json::Value) -> ServerCapabilities {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn only_what_some_server_behind_offers_is_advertised() {
+        let none = merged_capabilities(&[capabilities(serde_json::json!({"tools": {}}))]);
+        assert!(none.resources.is_none() && none.prompts.is_none());
+        assert!(none.logging.is_none() && none.completions.is_none());
+        let merged = merged_capabilities(&[
+            capabilities(serde_json::json!({"resources": {"listChanged": true}})),
+            capabilities(serde_json::json!({"resources": {"subscribe": true}, "logging": {}})),
+            capabilities(serde_json::json!({"prompts": {}, "completions": {}})),
+        ]);
+        let resources = merged.resources.unwrap();
+        assert_eq!(
+            (resources.subscribe, resources.list_changed),
+            (Some(true), Some(true))
+        );
+        assert!(merged.prompts.is_some());
+        assert!(merged.logging.is_some() && merged.completions.is_some());
+        assert_eq!(merged.tools.unwrap().list_changed, Some(true));
+    }
 }
