@@ -187,3 +187,41 @@ async fn a_2026_request_whose_headers_disagree_with_its_body_is_refused() {
         assert_eq!(error["error"]["code"], -32020, "{method} {name}: {error}");
     }
 }
+
+/// With `session_per_client`, a session's own upstream connection (here a child process)
+/// opens at its first call and closes when the session ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_own_upstream_connection_ends_with_the_session() {
+    let gw = Gateway::start("own", &everything(", session_per_client: true")).await;
+    let shared = gw.child_pids();
+    assert_eq!(shared.len(), 1, "the shared connection's child: {shared:?}");
+    let session = McpSession::open(&gw).await;
+    let echo = session
+        .ask(
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "own"}}}),
+        )
+        .await;
+    assert_eq!(echo["result"]["content"][0]["text"], "Echo: own", "{echo}");
+    let own: Vec<u32> = gw
+        .child_pids()
+        .into_iter()
+        .filter(|p| !shared.contains(p))
+        .collect();
+    assert_eq!(own.len(), 1, "one child for the session: {own:?}");
+    let ended = session
+        .client
+        .delete(&session.url)
+        .header("mcp-session-id", &session.id)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    eventually(
+        std::time::Duration::from_secs(15),
+        "the session's child gone",
+        || async { (!alive(own[0])).then_some(()) },
+    )
+    .await;
+    assert!(alive(shared[0]), "the shared connection stays");
+}
