@@ -50,6 +50,30 @@ impl ProviderConfig {
     }
 }
 
+/// What to do with a result that does not match its tool's output schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputValidation {
+    /// Refuse it: the call answers EXECUTION_ERROR naming where and why.
+    #[default]
+    Strict,
+    /// Log it and answer the result as it is.
+    Warn,
+    /// Do not check.
+    Off,
+}
+
+impl ProviderConfig {
+    /// This provider's rule for results that violate their output schema.
+    pub fn validate_output(&self) -> OutputValidation {
+        match self {
+            ProviderConfig::Mcp(p) => p.validate_output,
+            ProviderConfig::Cypher(p) => p.validate_output,
+            ProviderConfig::Http(p) => p.validate_output,
+        }
+    }
+}
+
 /// `kind: mcp`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(try_from = "McpFields", into = "McpFields")]
@@ -58,6 +82,8 @@ pub struct McpProviderConfig {
     pub transport: McpTransport,
     /// Said in /health and in errors while the server is unavailable: what to start.
     pub setup_hint: Option<String>,
+    /// Results checked against each tool's `outputSchema` (default strict).
+    pub validate_output: OutputValidation,
 }
 
 /// How an MCP server is reached.
@@ -133,6 +159,8 @@ struct McpFields {
     headers: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "optional_text")]
     setup_hint: Option<String>,
+    #[serde(default)]
+    validate_output: OutputValidation,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -190,6 +218,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             name,
             transport,
             setup_hint: f.setup_hint,
+            validate_output: f.validate_output,
         })
     }
 }
@@ -205,6 +234,7 @@ impl From<McpProviderConfig> for McpFields {
             url: None,
             headers: BTreeMap::new(),
             setup_hint: c.setup_hint,
+            validate_output: c.validate_output,
         };
         match c.transport {
             McpTransport::Stdio(s) => {
@@ -239,6 +269,9 @@ pub struct CypherProviderConfig {
     pub tools: Vec<CypherTool>,
     #[serde(default, deserialize_with = "optional_text")]
     pub setup_hint: Option<String>,
+    /// Results checked against each tool's `output_schema` (default strict).
+    #[serde(default)]
+    pub validate_output: OutputValidation,
 }
 
 /// A Cypher query declared as a tool.
@@ -258,6 +291,9 @@ pub struct CypherTool {
     /// The key of `data` holding the rows (default `rows`).
     #[serde(default, deserialize_with = "optional_text")]
     pub result_key: Option<String>,
+    /// JSON Schema of the call's `data` (`{<result_key>: [rows], count}`), when declared.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 /// `kind: http`.
@@ -285,6 +321,9 @@ pub struct HttpProviderConfig {
     pub usage_tool: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     pub setup_hint: Option<String>,
+    /// Results checked against each tool's `output_schema` (default strict).
+    #[serde(default)]
+    pub validate_output: OutputValidation,
 }
 
 /// A call of the HTTP API declared as a tool.
@@ -315,6 +354,9 @@ pub struct HttpTool {
     /// A JSON pointer into the upstream answer selecting `data` (default: all of it).
     #[serde(default, deserialize_with = "optional_text")]
     pub result: Option<String>,
+    /// JSON Schema of the call's `data`, when declared.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 #[cfg(test)]

@@ -68,10 +68,18 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
     }
 }
 
+/// Where a tool result carries our error data in `_meta` (a namespaced key, as MCP asks).
+pub const ERROR_META_KEY: &str = "mcp-http-gateway/error";
+
 /// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
+///
+/// A tool result carries the data in `_meta` ([`ERROR_META_KEY`]) and, when the tool declares
+/// no output schema, also as `structuredContent`: a client checks `structuredContent` against
+/// a declared output schema, which an error's data would never match.
 pub(super) fn error_for(
     failure: crate::service::CallFailure,
     request_id: &str,
+    tool_has_output_schema: bool,
 ) -> Result<CallToolResponse, McpError> {
     let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
     if let Some(issues) = &failure.validation_errors {
@@ -80,7 +88,12 @@ pub(super) fn error_for(
     match mcp_mapping(failure.code).0 {
         McpAnswer::ToolError => {
             let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message)]);
-            result.structured_content = Some(data);
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert(ERROR_META_KEY.to_owned(), data.clone());
+            result.meta = Some(meta);
+            if !tool_has_output_schema {
+                result.structured_content = Some(data);
+            }
             Ok(CallToolResponse::Complete(result))
         }
         McpAnswer::JsonRpc(code) => {
@@ -129,14 +142,23 @@ mod tests {
             message: "m".into(),
             validation_errors: None,
         };
-        match error_for(failure(Code::Timeout), "rid") {
+        match error_for(failure(Code::Timeout), "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
                 assert_eq!(r.is_error, Some(true));
                 assert_eq!(r.structured_content.unwrap()["retryable"], true);
+                assert_eq!(r.meta.unwrap().0[ERROR_META_KEY]["code"], "TIMEOUT");
             }
             other => panic!("{other:?}"),
         }
-        match error_for(failure(Code::ToolNotFound), "rid") {
+        // A typed tool's error keeps structuredContent for results of its own schema.
+        match error_for(failure(Code::ExecutionError), "rid", true) {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.structured_content, None);
+                assert_eq!(r.meta.unwrap().0[ERROR_META_KEY]["retryable"], true);
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(failure(Code::ToolNotFound), "rid", false) {
             Err(e) => {
                 assert_eq!(e.code.0, jsonrpc::INVALID_PARAMS);
                 assert_eq!(e.data.unwrap()["request_id"], "rid");

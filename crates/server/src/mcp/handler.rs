@@ -299,7 +299,11 @@ impl ServerHandler for McpBridge {
                 None,
             )),
             Some(Ok(data)) => Ok(CallToolResponse::Complete(as_result(data))),
-            Some(Err(failure)) => Err(failure).or_else(|f| error_for(f, &request_id)),
+            Some(Err(failure)) => error_for(
+                failure,
+                &request_id,
+                self.service.has_output_schema(&request.name),
+            ),
         }
     }
 }

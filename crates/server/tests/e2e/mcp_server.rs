@@ -230,11 +230,14 @@ async fn the_mcp_inspector_lists_and_calls_and_sees_each_error_row() {
     assert_eq!(echo["content"][0]["text"], "Echo: ça ✓");
     // EXECUTION_ERROR row: a tool result with isError, our code, retryable.
     assert_eq!(failed["isError"], true, "{failed}");
-    assert_eq!(failed["structuredContent"]["code"], "EXECUTION_ERROR");
-    assert_eq!(failed["structuredContent"]["retryable"], true);
+    assert_eq!(
+        failed["_meta"]["mcp-http-gateway/error"]["code"],
+        "EXECUTION_ERROR"
+    );
+    assert_eq!(failed["_meta"]["mcp-http-gateway/error"]["retryable"], true);
     // TIMEOUT row: the same shape, code TIMEOUT.
     assert_eq!(slow["isError"], true, "{slow}");
-    assert_eq!(slow["structuredContent"]["code"], "TIMEOUT");
+    assert_eq!(slow["_meta"]["mcp-http-gateway/error"]["code"], "TIMEOUT");
     // One invocation record per call, with the session it came in.
     let records: Vec<Value> = gw
         .log_lines()
