@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::tester::excerpt;
+
 /// The checks, in the order the report lists them, with what each verifies.
 pub const CHECKS: &[(&str, &str)] = &[
     (
@@ -408,15 +410,6 @@ impl Report {
         }
         xml.push_str("</testsuites>\n");
         xml
-    }
-}
-
-fn excerpt(text: &str) -> String {
-    let short: String = text.chars().take(100).collect();
-    if short.len() < text.len() {
-        format!("{short}…")
-    } else {
-        short
     }
 }
 
