@@ -24,8 +24,13 @@ async fn openapi_document_and_swagger_ui() {
     for tool in tools.body["data"]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         let op = &doc["paths"][format!("/tools/{name}")]["post"];
+        // The input schema is hoisted into the components under the tool's name.
+        let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+        let target = schema["$ref"].as_str().unwrap();
+        assert_eq!(target, format!("#/components/schemas/tool__{name}__Input"));
+        let hoisted = doc.pointer(target.strip_prefix('#').unwrap()).unwrap();
         assert_eq!(
-            op["requestBody"]["content"]["application/json"]["schema"], tool["input_schema"],
+            hoisted["properties"], tool["input_schema"]["properties"],
             "{name}"
         );
     }
