@@ -17,6 +17,7 @@ mod mcp_server;
 mod mcp_server_sessions;
 mod methods;
 mod openapi_document;
+mod openapi_fidelity;
 mod openapi_fuzz;
 mod output_schemas;
 mod request_ids;
