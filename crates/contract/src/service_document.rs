@@ -9,7 +9,9 @@
 //!   per tool, discriminated by `tool`;
 //! - one operation per tool, `POST /tools/<name>`, with its own summary, description,
 //!   request example, and 200/400 examples of its own shape; its 200 answer types `data` with
-//!   the tool's output schema, or with the shape the gateway answers when it has none;
+//!   the tool's output schema, or with the shape the gateway answers when it has none; these
+//!   replace the contract's template `POST /tools/{name}`, whose "any object" body would be a
+//!   promise the gateway does not keep;
 //! - the service's address in `servers`, and the security schemes only when API keys are on.
 
 mod example;
@@ -125,6 +127,9 @@ pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> 
     let paths = doc["paths"]
         .as_object_mut()
         .expect("the contract has paths");
+    // The template says any object is a body for any name, which the gateway refuses for
+    // every tool whose schema asks for more: here each tool has its own path instead.
+    paths.remove("/tools/{name}");
     paths.extend(operations);
     publish_security(&mut doc, publication.api_keys_enabled);
     doc
