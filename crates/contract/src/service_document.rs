@@ -198,6 +198,8 @@ struct TypedTool<'a> {
     example: Option<Value>,
     /// Whether `{}` fails the input schema (then `arguments` is required in /call-tool).
     needs_arguments: bool,
+    /// The issues the gateway answers for arguments of this tool made wrong in one field.
+    refused: Option<Vec<crate::ValidationIssue>>,
 }
 
 impl<'a> TypedTool<'a> {
@@ -234,10 +236,21 @@ impl<'a> TypedTool<'a> {
             };
             hoist_as(output, "Output", &reuse).0
         });
-        let example =
-            given_example(&tool.input_schema).or_else(|| example::example(&tool.input_schema));
-        let needs_arguments = ArgumentValidator::compile(&tool.input_schema)
-            .is_ok_and(|v| v.check(&json!({})).is_err());
+        // One compiled schema for every question asked of it here; an input schema the
+        // gateway cannot compile gets no example (and its calls fail anyway).
+        let validator = ArgumentValidator::compile(&tool.input_schema).ok();
+        let example = validator.as_ref().and_then(|v| {
+            given_example(&tool.input_schema, v).or_else(|| example::example(&tool.input_schema, v))
+        });
+        let needs_arguments = validator
+            .as_ref()
+            .is_some_and(|v| v.check(&json!({})).is_err());
+        let refused = validator
+            .as_ref()
+            .zip(example.as_ref())
+            .and_then(|(v, valid)| {
+                example::refused(&tool.input_schema, v, valid).map(|(_, issues)| issues)
+            });
         TypedTool {
             tool,
             prefix,
@@ -245,6 +258,7 @@ impl<'a> TypedTool<'a> {
             output,
             example,
             needs_arguments,
+            refused,
         }
     }
 
@@ -339,7 +353,7 @@ impl<'a> TypedTool<'a> {
             }
             if let Some(examples) = examples.as_object_mut()
                 && examples.contains_key(ErrorCode::InvalidArguments.as_str())
-                && self.refused().is_none()
+                && self.refused.is_none()
             {
                 // No argument of this tool can be got wrong in a way the schema refuses.
                 examples.remove(ErrorCode::InvalidArguments.as_str());
@@ -354,18 +368,12 @@ impl<'a> TypedTool<'a> {
         let mut example = contract.clone();
         example["meta"]["tool"] = json!(self.tool.name);
         example["data"] = match &self.tool.output_schema {
-            Some(schema) => example::example(schema)?,
+            Some(schema) => example::example(schema, &ArgumentValidator::compile(schema).ok()?)?,
             None => {
                 json!({"content": [{"type": "text", "text": format!("Result of {}", self.tool.name)}]})
             }
         };
         Some(example)
-    }
-
-    /// The 400 INVALID_ARGUMENTS example: arguments of this tool the schema refuses.
-    fn refused(&self) -> Option<Vec<crate::ValidationIssue>> {
-        let valid = self.example.as_ref()?;
-        example::refused(&self.tool.input_schema, valid).map(|(_, issues)| issues)
     }
 
     /// An error example of the contract, told about this tool: its name in `meta.tool` and
@@ -382,7 +390,7 @@ impl<'a> TypedTool<'a> {
             example["error"] = json!(message);
         }
         if code == ErrorCode::InvalidArguments.as_str()
-            && let Some(issues) = self.refused()
+            && let Some(issues) = &self.refused
         {
             example["meta"]["validation_errors"] = serde_json::to_value(issues).unwrap_or_default();
         }
@@ -390,13 +398,9 @@ impl<'a> TypedTool<'a> {
 }
 
 /// An example the tool gives itself: the first of its input schema's `examples`.
-fn given_example(schema: &Value) -> Option<Value> {
+fn given_example(schema: &Value, validator: &ArgumentValidator) -> Option<Value> {
     let given = schema["examples"].as_array()?.first()?.clone();
-    let valid = ArgumentValidator::compile(schema)
-        .ok()?
-        .check(&given)
-        .is_ok();
-    valid.then_some(given)
+    validator.check(&given).is_ok().then_some(given)
 }
 
 /// The shape of `data` for a tool without an output schema, as the MCP result mapping

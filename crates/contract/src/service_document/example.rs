@@ -17,18 +17,20 @@ use crate::{ArgumentValidator, ValidationIssue};
 /// How many `$ref`s/nested objects deep an example goes.
 const MAX_DEPTH: usize = 6;
 
-/// A value `schema` accepts, when one can be made.
-pub fn example(schema: &Value) -> Option<Value> {
+/// A value `schema` (compiled: `validator`) accepts, when one can be made.
+pub fn example(schema: &Value, validator: &ArgumentValidator) -> Option<Value> {
     let value = Builder { root: schema }.build(schema, 0)?;
-    let validator = ArgumentValidator::compile(schema).ok()?;
     validator.check(&value).is_ok().then_some(value)
 }
 
-/// Arguments `schema` refuses, made from `valid` (an example it accepts) by giving one
-/// top-level property a value of the wrong kind (or, failing that, leaving out a required
-/// one), with the issues the gateway answers for them.
-pub fn refused(schema: &Value, valid: &Value) -> Option<(Value, Vec<ValidationIssue>)> {
-    let validator = ArgumentValidator::compile(schema).ok()?;
+/// Arguments `schema` (compiled: `validator`) refuses, made from `valid` (an example it
+/// accepts) by giving one top-level property a value of the wrong kind (or, failing that,
+/// leaving out a required one), with the issues the gateway answers for them.
+pub fn refused(
+    schema: &Value,
+    validator: &ArgumentValidator,
+    valid: &Value,
+) -> Option<(Value, Vec<ValidationIssue>)> {
     let object = valid.as_object()?;
     let mut attempts: Vec<Value> = Vec::new();
     for (name, value) in object {
@@ -364,6 +366,10 @@ fn quantifier(chars: &[char], at: &mut usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    fn compiled(schema: &Value) -> ArgumentValidator {
+        ArgumentValidator::compile(schema).unwrap()
+    }
+
     #[test]
     fn patterns_make_matching_strings() {
         for (pattern, made) in [
@@ -395,7 +401,7 @@ mod tests {
             },
             "required": ["tree", "mode", "when"]
         });
-        let made = example(&schema).expect("an example");
+        let made = example(&schema, &compiled(&schema)).expect("an example");
         assert_eq!(made["mode"], "fast");
         assert_eq!(made["level"], 4);
         assert_eq!(made["when"], "2026-01-01T12:00:00Z");
@@ -414,17 +420,18 @@ mod tests {
     fn an_example_the_schema_refuses_is_not_published() {
         // A pattern outside the subset: the made string would not match.
         let schema = json!({"type": "string", "pattern": "^[^s]+$"});
-        assert_eq!(example(&schema), None);
+        assert_eq!(example(&schema, &compiled(&schema)), None);
     }
 
     #[test]
     fn refused_arguments_come_with_the_gateways_issues() {
         let schema =
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-        let (arguments, issues) = refused(&schema, &json!({"n": 1})).unwrap();
+        let (arguments, issues) = refused(&schema, &compiled(&schema), &json!({"n": 1})).unwrap();
         assert_eq!(arguments, json!({"n": "not valid here"}));
         assert_eq!(issues[0].path, "/n");
         // No property can be made wrong and none is required: nothing to show.
-        assert!(refused(&json!({"type": "object"}), &json!({})).is_none());
+        let open = json!({"type": "object"});
+        assert!(refused(&open, &compiled(&open), &json!({})).is_none());
     }
 }

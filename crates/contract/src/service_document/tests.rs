@@ -208,8 +208,8 @@ fn a_body_valid_by_the_document_is_accepted() {
     for tool in real_tools() {
         let gateway = crate::ArgumentValidator::compile(&tool.input_schema).unwrap();
         let mut cases = vec![None, Some(json!({})), Some(json!({"zz_unknown": 1}))];
-        if let Some(valid) = example::example(&tool.input_schema) {
-            if let Some((wrong, _)) = example::refused(&tool.input_schema, &valid) {
+        if let Some(valid) = example::example(&tool.input_schema, &gateway) {
+            if let Some((wrong, _)) = example::refused(&tool.input_schema, &gateway, &valid) {
                 cases.push(Some(wrong));
             }
             cases.push(Some(valid));
@@ -331,9 +331,9 @@ fn hoisted_schemas_judge_as_the_originals() {
             &op["requestBody"]["content"]["application/json"]["schema"],
         );
         let original = crate::ArgumentValidator::compile(&tool.input_schema).unwrap();
-        let valid = example::example(&tool.input_schema).unwrap();
+        let valid = example::example(&tool.input_schema, &original).unwrap();
         let mut values = vec![valid.clone(), json!({}), json!([]), json!("x")];
-        if let Some((wrong, _)) = example::refused(&tool.input_schema, &valid) {
+        if let Some((wrong, _)) = example::refused(&tool.input_schema, &original, &valid) {
             values.push(wrong);
         }
         for value in values {
