@@ -3,17 +3,23 @@
 # bats (runs launchd/tests/*.bats) and shellcheck (the tests lint every deployment script and
 # every generated wrapper script), from the system's package manager (apt-get on Debian/Ubuntu,
 # Homebrew on macOS); and mypy, pinned, in its own venv .deps/wrappers-venv (the wrapper
-# generator's tests type-check the generated Python with it). Idempotent: a tool already there
-# is left alone. Exit 1, saying what to do, when a tool cannot be installed.
+# generator's tests type-check the generated Python with it); and the tools the contract-fidelity
+# tests run on the per-service OpenAPI document, pinned: openapi-spec-validator,
+# openapi-python-client and mypy in .deps/openapi-venv, openapi-typescript and typescript in
+# .deps/openapi-ts, and Chromium (Swagger UI rendered headless) from the system's packages.
+# Idempotent: a tool already there is left alone. Exit 1, saying what to do, when a tool cannot
+# be installed.
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
 Usage: scripts/install-test-tools.sh [--help]
 
-Makes sure `bats` and `shellcheck` are on PATH, installing the missing ones with apt-get
-(Debian/Ubuntu; through sudo unless run as root) or brew (macOS), and that mypy (pinned) is in
-.deps/wrappers-venv. Prints what it does.
+Makes sure `bats`, `shellcheck` and `chromium` are on PATH, installing the missing ones with
+apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
+in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
+in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
+.deps/openapi-ts. Prints what it does.
 USAGE
 }
 
@@ -39,8 +45,51 @@ else
   say "mypy $MYPY_VERSION is installed ($venv/bin/mypy)"
 fi
 
+# The per-service OpenAPI document's independent checks: a validator of OpenAPI 3.1 and a
+# Python client generator whose output mypy --strict type-checks, in a venv of their own.
+SPEC_VALIDATOR_VERSION=0.9.0
+PYTHON_CLIENT_VERSION=0.29.1
+openapi_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/openapi-venv"
+openapi_pins=(
+  "openapi-spec-validator==$SPEC_VALIDATOR_VERSION"
+  "openapi-python-client==$PYTHON_CLIENT_VERSION"
+  "mypy==$MYPY_VERSION"
+)
+if ! "$openapi_venv/bin/python" -m pip show --disable-pip-version-check \
+  openapi-spec-validator openapi-python-client mypy 2>/dev/null \
+  | awk '/^Name:/{n=$2} /^Version:/{print n"=="$2}' | sort | diff -q - <(printf '%s\n' "${openapi_pins[@]}" | sort) >/dev/null; then
+  say "installing ${openapi_pins[*]} into $openapi_venv"
+  python3 -m venv "$openapi_venv" || { say "python3 -m venv failed (install python3-venv)"; exit 1; }
+  "$openapi_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${openapi_pins[@]}" >&2 || {
+    say "pip install ${openapi_pins[*]} failed"
+    exit 1
+  }
+else
+  say "${openapi_pins[*]} are installed ($openapi_venv)"
+fi
+
+# A TypeScript client generator and the compiler that type-checks its output with --strict.
+# typescript stays on 5.x: openapi-typescript 7 builds its output with the 5.x compiler API.
+OPENAPI_TS_VERSION=7.13.0
+TYPESCRIPT_VERSION=5.9.3
+openapi_ts="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/openapi-ts"
+installed_version() { node -p "require('$openapi_ts/node_modules/$1/package.json').version" 2>/dev/null; }
+if [ "$(installed_version openapi-typescript)" != "$OPENAPI_TS_VERSION" ] \
+  || [ "$(installed_version typescript)" != "$TYPESCRIPT_VERSION" ]; then
+  say "installing openapi-typescript@$OPENAPI_TS_VERSION typescript@$TYPESCRIPT_VERSION into $openapi_ts"
+  mkdir -p "$openapi_ts"
+  [ -f "$openapi_ts/package.json" ] || echo '{"name": "mcp-http-gateway-openapi-ts", "private": true}' >"$openapi_ts/package.json"
+  (cd "$openapi_ts" && npm install --no-audit --no-fund --save-exact \
+    "openapi-typescript@$OPENAPI_TS_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2) || {
+    say "npm install openapi-typescript@$OPENAPI_TS_VERSION typescript@$TYPESCRIPT_VERSION failed"
+    exit 1
+  }
+else
+  say "openapi-typescript $OPENAPI_TS_VERSION and typescript $TYPESCRIPT_VERSION are installed ($openapi_ts)"
+fi
+
 missing=()
-for tool in bats shellcheck; do
+for tool in bats shellcheck chromium; do
   if command -v "$tool" >/dev/null 2>&1; then
     say "$tool is installed ($(command -v "$tool"))"
   else
@@ -72,8 +121,14 @@ elif command -v brew >/dev/null 2>&1; then
   # Homebrew calls the bats package bats-core.
   pkgs=()
   for tool in "${missing[@]}"; do
-    if [ "$tool" = bats ]; then pkgs+=(bats-core); else pkgs+=("$tool"); fi
+    case "$tool" in
+      bats) pkgs+=(bats-core) ;;
+      # Chromium is a cask there, and a browser the user installs as they like.
+      chromium) say "chromium is not on PATH: install it (brew install --cask chromium) for the Swagger UI test" ;;
+      *) pkgs+=("$tool") ;;
+    esac
   done
+  [ "${#pkgs[@]}" -eq 0 ] && exit 0
   say "installing ${pkgs[*]} with brew"
   brew install "${pkgs[@]}" >&2 || { say "brew install ${pkgs[*]} failed"; exit 1; }
 else
@@ -82,6 +137,7 @@ else
 fi
 
 for tool in "${missing[@]}"; do
+  [ "$tool" = chromium ] && command -v brew >/dev/null 2>&1 && continue
   command -v "$tool" >/dev/null 2>&1 || { say "$tool is still not on PATH after installing it"; exit 1; }
   say "installed $tool ($(command -v "$tool"))"
 done

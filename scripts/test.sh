@@ -9,6 +9,7 @@ scripts/install-mcp-servers.sh
 scripts/install-litellm.sh
 scripts/install-arcadedb.sh
 scripts/install-test-tools.sh
+scripts/install-fuzz-tools.sh
 # The conformance tester's JUnit/JSON reports for each default service land here.
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 cargo test --workspace --locked -- "$@"

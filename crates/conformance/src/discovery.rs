@@ -94,12 +94,10 @@ pub fn openapi_tools(t: &mut Tester, tools: &[Value]) {
                 format!("no operation POST /tools/{name} for tool '{name}'"),
                 Some(curl.clone()),
             );
-        } else if schema != &tool["input_schema"] {
+        } else if let Err(why) = accepts_the_same(&doc, schema, &tool["input_schema"]) {
             t.report.fail(
                 "openapi-tools",
-                format!(
-                    "POST /tools/{name}: request body schema differs from the tool's input_schema"
-                ),
+                format!("POST /tools/{name}: the documented request body {why}"),
                 Some(curl.clone()),
             );
         } else {
@@ -122,6 +120,100 @@ pub fn openapi_tools(t: &mut Tester, tools: &[Value]) {
                 Some(curl.clone()),
             );
         }
+    }
+}
+
+/// Whether the document's body schema (its `$ref`s resolved in the document) says what the
+/// tool's input schema says: the same schema, or one that accepts the inputs generated from
+/// the tool's schema and requires the same properties. Documents may hoist `$defs` into
+/// `components`, so equality alone would be too strict.
+fn accepts_the_same(doc: &Value, documented: &Value, input: &Value) -> Result<(), String> {
+    use proptest::strategy::{Strategy, ValueTree};
+    if documented == input {
+        return Ok(());
+    }
+    let validator =
+        crate::spec::compile(doc, documented).map_err(|e| format!("does not compile: {e}"))?;
+    let target = documented["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|p| doc.pointer(p))
+        .unwrap_or(documented);
+    if target["required"] != input["required"]
+        && !(target["required"].is_null()
+            && input["required"].as_array().is_some_and(Vec::is_empty))
+    {
+        return Err(format!(
+            "requires {} where the tool's input_schema requires {}",
+            target["required"], input["required"]
+        ));
+    }
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = crate::schema_gen::valid(input, input);
+    for _ in 0..16 {
+        let Ok(tree) = strategy.new_tree(&mut runner) else {
+            break;
+        };
+        let sample = tree.current();
+        let refused = crate::spec::violations(&validator, &sample);
+        if !refused.is_empty() {
+            return Err(format!(
+                "refuses {sample}, which the tool's input_schema accepts: {}",
+                refused.join("; ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every `$ref` of the served document resolves within it (a JSON pointer after `#`); a
+/// reference to another document cannot be checked offline and fails too.
+pub fn openapi_refs(t: &mut Tester) {
+    t.progress("$refs of GET /openapi.json");
+    let Some(ex) = t.fetch(Request::get("/openapi.json")) else {
+        return;
+    };
+    let curl = t.curl(&ex);
+    let doc = ex.json().clone();
+    let mut refs = Vec::new();
+    collect_refs(&doc, "", &mut refs);
+    if refs.is_empty() {
+        t.report.skip("openapi-refs", "the document has no $ref");
+    }
+    for (at, target) in refs {
+        let resolved = target
+            .strip_prefix('#')
+            .and_then(|pointer| doc.pointer(&pointer.replace("%7B", "{").replace("%7D", "}")));
+        if resolved.is_some() {
+            t.report.pass("openapi-refs");
+        } else {
+            t.report.fail(
+                "openapi-refs",
+                format!("{at}: $ref '{target}' does not resolve within the document"),
+                Some(curl.clone()),
+            );
+        }
+    }
+}
+
+/// Every `$ref` string under `value`, with the JSON pointer where it stands.
+fn collect_refs(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                match (key.as_str(), child) {
+                    ("$ref", Value::String(target)) => out.push((at.to_owned(), target.clone())),
+                    _ => collect_refs(child, &here, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                collect_refs(child, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
     }
 }
 

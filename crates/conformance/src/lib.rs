@@ -25,16 +25,25 @@ pub fn run(options: Options) -> Result<Report, String> {
     discovery::health(&mut t);
     let tools = discovery::tools_list(&mut t);
     discovery::openapi_tools(&mut t, &tools);
+    discovery::openapi_refs(&mut t);
     probes::status_codes(&mut t);
+    probes::methods(&mut t, &tools);
     probes::request_id_echo(&mut t);
     tools::run(&mut t, &tools);
+    t.report
+        .skip("tool-output", "no tool that ran declares an output_schema");
     if t.options.mcp {
         mcp::run(&mut t, &tools);
     } else {
         t.report.skip("mcp", "not asked (--mcp)");
     }
     if tools.is_empty() {
-        for check in ["tool-valid-inputs", "tool-invalid-inputs", "unicode"] {
+        for check in [
+            "tool-valid-inputs",
+            "tool-invalid-inputs",
+            "tool-output",
+            "unicode",
+        ] {
             t.report.skip(check, "the service lists no tools");
         }
     }

@@ -30,6 +30,12 @@ struct Cli {
     /// Do not call this tool (repeatable), e.g. one that is slow or reaches the network.
     #[arg(long = "skip-tool", value_name = "NAME")]
     skip_tool: Vec<String>,
+    /// Known-good arguments for a tool, called before the generated ones (repeatable), e.g.
+    /// --example 'get_current_time={"timezone": "UTC"}'. A tool none of whose valid calls runs
+    /// is reported not exercised; an example is how one whose schema cannot say what runs gets
+    /// exercised.
+    #[arg(long = "example", value_name = "TOOL=JSON", value_parser = parse_example)]
+    example: Vec<(String, serde_json::Value)>,
     /// Also call tools annotated destructiveHint: true.
     #[arg(long)]
     allow_destructive: bool,
@@ -75,6 +81,7 @@ fn main() -> ExitCode {
         seed,
         only_tools: cli.only_tool,
         skip_tools: cli.skip_tool,
+        examples: cli.example,
         allow_destructive: cli.allow_destructive,
         allow_open_world: cli.allow_open_world,
         no_call: cli.no_call,
@@ -122,4 +129,17 @@ fn write(path: &PathBuf, text: &str) -> bool {
         eprintln!("conformance: cannot write {}: {e}", path.display());
     }
     result.is_err()
+}
+
+/// `TOOL=JSON` with a JSON object.
+fn parse_example(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (tool, json) = text
+        .split_once('=')
+        .ok_or("expected TOOL=JSON, e.g. echo={\"message\": \"hi\"}")?;
+    let arguments: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the arguments of '{tool}': {e}"))?;
+    if !arguments.is_object() {
+        return Err(format!("the arguments of '{tool}' must be a JSON object"));
+    }
+    Ok((tool.to_owned(), arguments))
 }

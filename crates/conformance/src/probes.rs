@@ -180,3 +180,62 @@ pub fn request_id_echo(t: &mut Tester) {
         }
     }
 }
+
+/// Methods a route may be sent that it does not declare.
+const METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE"];
+
+/// Every path of the document, with every method it does not declare: 405
+/// METHOD_NOT_ALLOWED with an `Allow` header naming the declared ones, judged before the
+/// content (the probe carries an invalid `X-Request-Id` and a body that is not JSON).
+pub fn methods(t: &mut Tester, tools: &[Value]) {
+    t.progress("undeclared methods");
+    let tool = tools
+        .first()
+        .and_then(|t| t["name"].as_str())
+        .unwrap_or("conformance-probe")
+        .to_owned();
+    let paths: Vec<(String, Vec<String>)> = t.spec.document["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(path, item)| {
+            let declared = item
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(m, _)| m.to_ascii_uppercase())
+                .filter(|m| METHODS.contains(&m.as_str()) || m == "HEAD")
+                .collect();
+            (path.replace("{name}", &tool), declared)
+        })
+        .collect();
+    for (path, declared) in paths {
+        for method in METHODS.iter().filter(|m| !declared.iter().any(|d| d == *m)) {
+            let request = Request::post_raw(&path, "text/plain", b"{not json".to_vec())
+                .method(method)
+                .header("X-Request-Id", "not-a-uuid");
+            let Some(ex) = t.exchange(request) else {
+                continue;
+            };
+            let allow = ex.header("allow").unwrap_or_default().to_ascii_uppercase();
+            let lists_declared = declared
+                .iter()
+                .all(|d| allow.split(',').any(|a| a.trim() == d));
+            if ex.status == 405 && ex.code() == Some("METHOD_NOT_ALLOWED") && lists_declared {
+                t.report.pass("methods");
+            } else {
+                let curl = t.curl(&ex);
+                t.report.fail(
+                    "methods",
+                    format!(
+                        "{method} {path} answered {} {} with Allow '{allow}'; expected 405 METHOD_NOT_ALLOWED with Allow listing {}",
+                        ex.status,
+                        ex.code().unwrap_or("(none)"),
+                        declared.join(", ")
+                    ),
+                    Some(curl),
+                );
+            }
+        }
+    }
+}

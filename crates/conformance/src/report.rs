@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::tester::excerpt;
+
 /// The checks, in the order the report lists them, with what each verifies.
 pub const CHECKS: &[(&str, &str)] = &[
     (
@@ -19,6 +21,10 @@ pub const CHECKS: &[(&str, &str)] = &[
     (
         "status-codes",
         "each provokable code answers with its status (404, 400, 405, 413)",
+    ),
+    (
+        "methods",
+        "every route answers an undeclared method with 405 METHOD_NOT_ALLOWED and Allow, before judging the content",
     ),
     (
         "tool-valid-inputs",
@@ -39,6 +45,14 @@ pub const CHECKS: &[(&str, &str)] = &[
     (
         "openapi-tools",
         "GET /openapi.json has one operation per tool with its input schema",
+    ),
+    (
+        "openapi-refs",
+        "every $ref in GET /openapi.json resolves within the document",
+    ),
+    (
+        "tool-output",
+        "successful results match the tool's output_schema",
     ),
     (
         "health",
@@ -75,11 +89,39 @@ pub struct CheckResult {
     pub failures: Vec<Failure>,
 }
 
+/// Whether a tool's behaviour was seen at all: a tool whose every valid call failed to run
+/// (EXECUTION_ERROR, TIMEOUT: a backend down) proves nothing, and is never counted as passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// At least one valid call answered 200.
+    Exercised,
+    /// Called, but no call answered 200.
+    NotExercised,
+    /// Not called (options, annotations).
+    Skipped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolRecord {
+    pub name: String,
+    pub status: ToolStatus,
+    /// Valid calls answered 200.
+    pub succeeded: u64,
+    /// Valid calls that did not run (EXECUTION_ERROR, TIMEOUT).
+    pub not_run: u64,
+    /// Why it was skipped, or the last reason it did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub url: String,
     pub seed: u64,
     pub checks: Vec<CheckResult>,
+    /// Every tool the service lists, and whether it was exercised.
+    pub tools: Vec<ToolRecord>,
 }
 
 /// Failures kept per check; more are counted, not listed.
@@ -103,7 +145,54 @@ impl Report {
             url: url.to_owned(),
             seed,
             checks,
+            tools: Vec::new(),
         }
+    }
+
+    fn tool(&mut self, name: &str) -> &mut ToolRecord {
+        if let Some(i) = self.tools.iter().position(|t| t.name == name) {
+            return &mut self.tools[i];
+        }
+        self.tools.push(ToolRecord {
+            name: name.to_owned(),
+            status: ToolStatus::Skipped,
+            succeeded: 0,
+            not_run: 0,
+            note: None,
+        });
+        self.tools.last_mut().expect("just pushed")
+    }
+
+    /// A valid call of `tool` answered 200.
+    pub fn tool_succeeded(&mut self, tool: &str) {
+        let t = self.tool(tool);
+        t.succeeded += 1;
+        t.status = ToolStatus::Exercised;
+    }
+
+    /// A valid call of `tool` did not run (EXECUTION_ERROR, TIMEOUT): `why` is its message.
+    pub fn tool_not_run(&mut self, tool: &str, why: &str) {
+        let t = self.tool(tool);
+        t.not_run += 1;
+        if t.status != ToolStatus::Exercised {
+            t.status = ToolStatus::NotExercised;
+            t.note = Some(why.to_owned());
+        }
+    }
+
+    /// `tool` was not called, for `why`.
+    pub fn tool_skipped(&mut self, tool: &str, why: &str) {
+        let t = self.tool(tool);
+        t.note = Some(why.to_owned());
+    }
+
+    /// The tools that were called but never ran.
+    pub fn not_exercised(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter(|t| t.status == ToolStatus::NotExercised)
+            .map(|t| t.name.as_str())
+            .collect()
     }
 
     fn check(&mut self, name: &str) -> &mut CheckResult {
@@ -185,9 +274,42 @@ impl Report {
                 let _ = writeln!(out, "  … and {} more", c.failed as usize - c.failures.len());
             }
         }
+        if !self.tools.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<32} {:>9} {:>8}  status",
+                "tool", "succeeded", "not run"
+            );
+            let _ = writeln!(out, "{}", "-".repeat(64));
+            for t in &self.tools {
+                let status = match (t.status, &t.note) {
+                    (ToolStatus::Exercised, _) => "exercised".to_owned(),
+                    (ToolStatus::NotExercised, Some(why)) => {
+                        format!("NOT EXERCISED: {}", excerpt(why))
+                    }
+                    (ToolStatus::NotExercised, None) => "NOT EXERCISED".to_owned(),
+                    (ToolStatus::Skipped, Some(why)) => format!("skipped: {why}"),
+                    (ToolStatus::Skipped, None) => "skipped".to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<32} {:>9} {:>8}  {status}",
+                    t.name, t.succeeded, t.not_run
+                );
+            }
+        }
         let total: u64 = self.checks.iter().map(|c| c.cases).sum();
         let failed: u64 = self.checks.iter().map(|c| c.failed).sum();
         let _ = writeln!(out, "\n{} passed, {} failed", total - failed, failed);
+        let idle = self.not_exercised();
+        if !idle.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} tool(s) not exercised (no valid call ran; not counted as passed): {}",
+                idle.len(),
+                idle.join(", ")
+            );
+        }
         out
     }
 
@@ -241,7 +363,52 @@ impl Report {
                 c.cases, c.passed
             );
         }
-        xml.push_str("</testsuite></testsuites>\n");
+        xml.push_str("</testsuite>\n");
+        if !self.tools.is_empty() {
+            let skipped = self
+                .tools
+                .iter()
+                .filter(|t| t.status != ToolStatus::Exercised)
+                .count();
+            let _ = writeln!(
+                xml,
+                "<testsuite name=\"tools {}\" tests=\"{}\" failures=\"0\" skipped=\"{skipped}\">",
+                escape(&self.url),
+                self.tools.len()
+            );
+            for t in &self.tools {
+                let _ = write!(
+                    xml,
+                    "  <testcase classname=\"conformance.tools\" name=\"{}\">",
+                    escape(&t.name)
+                );
+                match t.status {
+                    ToolStatus::Exercised => {}
+                    ToolStatus::NotExercised => {
+                        let _ = write!(
+                            xml,
+                            "<skipped message=\"not exercised: no valid call ran ({} did not): {}\"/>",
+                            t.not_run,
+                            escape(t.note.as_deref().unwrap_or_default())
+                        );
+                    }
+                    ToolStatus::Skipped => {
+                        let _ = write!(
+                            xml,
+                            "<skipped message=\"not called: {}\"/>",
+                            escape(t.note.as_deref().unwrap_or_default())
+                        );
+                    }
+                }
+                let _ = writeln!(
+                    xml,
+                    "<system-out>{} succeeded, {} not run</system-out></testcase>",
+                    t.succeeded, t.not_run
+                );
+            }
+            xml.push_str("</testsuite>\n");
+        }
+        xml.push_str("</testsuites>\n");
         xml
     }
 }
@@ -279,5 +446,40 @@ mod tests {
         assert!(xml.contains("<failure message=\"1 of 1 cases failed\">"));
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["checks"][2]["failed"], 1);
+    }
+
+    #[test]
+    fn a_tool_that_never_ran_is_not_exercised_in_every_form() {
+        let mut r = Report::new("http://h", 7);
+        r.tool_not_run("query_callers", "Dependency connection failed: memgraph");
+        r.tool_not_run("query_callers", "Dependency connection failed: memgraph");
+        r.tool_succeeded("echo");
+        r.tool_not_run("echo", "a bad day");
+        r.tool_skipped("sleep", "--skip-tool");
+        assert_eq!(r.not_exercised(), ["query_callers"]);
+        assert!(r.ok(), "not exercised is not a failure, nor a pass");
+        let text = r.render();
+        assert!(
+            text.contains("NOT EXERCISED: Dependency connection failed"),
+            "{text}"
+        );
+        assert!(text.contains("1 tool(s) not exercised"), "{text}");
+        let xml = r.junit();
+        assert!(
+            xml.contains("name=\"query_callers\"><skipped message=\"not exercised"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("name=\"echo\"><system-out>1 succeeded"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("name=\"sleep\"><skipped message=\"not called: --skip-tool"),
+            "{xml}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["tools"][0]["status"], "not_exercised");
+        assert_eq!(json["tools"][1]["status"], "exercised");
+        assert_eq!(json["tools"][2]["status"], "skipped");
     }
 }

@@ -130,7 +130,7 @@ impl Spec {
 }
 
 /// A validator for `schema`, whose `$ref`s point into the OpenAPI document's components.
-fn compile(document: &Value, schema: &Value) -> Result<jsonschema::Validator, String> {
+pub fn compile(document: &Value, schema: &Value) -> Result<jsonschema::Validator, String> {
     let root = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "allOf": [schema],

@@ -23,6 +23,10 @@ pub struct Options {
     pub seed: u64,
     pub only_tools: Vec<String>,
     pub skip_tools: Vec<String>,
+    /// Known-good arguments per tool, called before the generated ones: a schema says which
+    /// inputs are well-formed, not which ones a tool can run with (a real timezone, an id that
+    /// exists), so these are how a tool with such inputs gets exercised.
+    pub examples: Vec<(String, serde_json::Value)>,
     pub allow_destructive: bool,
     /// Also call tools annotated `openWorldHint: true` (they may reach outside this machine).
     pub allow_open_world: bool,
@@ -43,6 +47,7 @@ impl Options {
             seed: 0,
             only_tools: Vec::new(),
             skip_tools: Vec::new(),
+            examples: Vec::new(),
             allow_destructive: false,
             allow_open_world: false,
             no_call: false,

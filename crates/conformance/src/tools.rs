@@ -1,7 +1,12 @@
 //! Property tests per tool: inputs valid for its schema must never be refused as invalid
-//! (`tool-valid-inputs`), inputs that break it must always be (`tool-invalid-inputs`); and the
-//! `unicode` round trip through tools that echo their input. Failures are shrunk by proptest to
-//! a minimal input before they are reported.
+//! (`tool-valid-inputs`; a body without `arguments` included, when the schema allows `{}`),
+//! inputs that break it must always be (`tool-invalid-inputs`), successful results must match
+//! the tool's output schema (`tool-output`); and the `unicode` round trip through tools that
+//! echo their input. Failures are shrunk by proptest to a minimal input before they are
+//! reported.
+//!
+//! A valid call that answers EXECUTION_ERROR or TIMEOUT did not run the tool: it is neither a
+//! pass nor a failure, and a tool none of whose valid calls ran is reported *not exercised*.
 
 use std::cell::RefCell;
 
@@ -15,6 +20,16 @@ use crate::tester::{Tester, excerpt};
 
 /// Codes a valid input must never get.
 const REFUSALS_OF_VALID: [&str; 3] = ["INVALID_ARGUMENTS", "INVALID_REQUEST", "INTERNAL_ERROR"];
+/// Codes that say the tool did not run (its backend is down, it timed out).
+const NOT_RUN: [&str; 2] = ["EXECUTION_ERROR", "TIMEOUT"];
+
+/// What one case showed.
+enum Verdict {
+    Pass,
+    Fail(String),
+    /// The tool did not run; the message says why.
+    NotRun(String),
+}
 
 /// The string sent to find echoing tools: an ASCII prefix to recognise, then non-ASCII text.
 const MARKER_PREFIX: &str = "conformance-unicode:";
@@ -26,25 +41,40 @@ pub fn run(t: &mut Tester, tools: &[Value]) {
         if !t.options.only_tools.is_empty() && !t.options.only_tools.contains(&name) {
             continue;
         }
-        if t.options.skip_tools.contains(&name) {
-            t.progress(&format!("tool '{name}': skipped (--skip-tool)"));
-            continue;
-        }
-        if t.options.no_call {
-            continue;
-        }
-        if tool["annotations"]["destructiveHint"] == true && !t.options.allow_destructive {
-            t.progress(&format!(
-                "tool '{name}': not called, it is marked destructive (use --allow-destructive)"
-            ));
-            continue;
-        }
-        if tool["annotations"]["openWorldHint"] == true && !t.options.allow_open_world {
-            t.progress(&format!("tool '{name}': not called, it may reach outside this machine (openWorldHint; use --allow-open-world)"));
+        let skipped = if t.options.skip_tools.contains(&name) {
+            Some("--skip-tool")
+        } else if t.options.no_call {
+            Some("--no-call")
+        } else if tool["annotations"]["destructiveHint"] == true && !t.options.allow_destructive {
+            Some("marked destructive (use --allow-destructive)")
+        } else if tool["annotations"]["openWorldHint"] == true && !t.options.allow_open_world {
+            Some("it may reach outside this machine (openWorldHint; use --allow-open-world)")
+        } else {
+            None
+        };
+        if let Some(why) = skipped {
+            t.progress(&format!("tool '{name}': not called: {why}"));
+            t.report.tool_skipped(&name, why);
             continue;
         }
         let schema = tool["input_schema"].clone();
-        valid_inputs(t, &name, &schema);
+        let output = match tool.get("output_schema").filter(|s| s.is_object()) {
+            None => None,
+            Some(schema) => match contract::ArgumentValidator::compile(schema) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    t.report.fail(
+                        "tool-output",
+                        format!("tool '{name}': its output_schema does not compile: {e}"),
+                        None,
+                    );
+                    None
+                }
+            },
+        };
+        examples(t, &name, output.as_ref());
+        valid_inputs(t, &name, &schema, output.as_ref());
+        without_arguments(t, &name, &schema);
         invalid_inputs(t, &name, &schema);
         unicode(t, &name, &schema);
     }
@@ -79,25 +109,137 @@ fn call(t: &mut Tester, tool: &str, arguments: &Value) -> Option<Exchange> {
     ))
 }
 
-fn valid_inputs(t: &mut Tester, tool: &str, schema: &Value) {
+fn valid_inputs(
+    t: &mut Tester,
+    tool: &str,
+    schema: &Value,
+    output: Option<&contract::ArgumentValidator>,
+) {
     t.progress(&format!("tool '{tool}': {} valid inputs", t.options.cases));
     let strategy = schema_gen::valid(schema, schema).prop_map(|v| (v, String::new()));
+    // Output mismatches are their own check; kept here while proptest runs the cases.
+    let mismatches: RefCell<Vec<(String, Exchange)>> = RefCell::new(Vec::new());
+    let checked_outputs = RefCell::new(0u64);
     property(
         t,
         tool,
         "tool-valid-inputs",
         strategy,
         |arguments, _, ex| {
-            let code = ex.code().unwrap_or_default();
-            REFUSALS_OF_VALID.contains(&code).then(|| {
-                let error = excerpt(ex.json()["error"].as_str().unwrap_or_default());
-                format!(
-                    "tool '{tool}': valid arguments {arguments} answered {} {code}: {error}",
-                    ex.status
-                )
-            })
+            let verdict = judge_valid(tool, arguments, ex);
+            if let (Verdict::Pass, Some(output)) = (&verdict, output) {
+                *checked_outputs.borrow_mut() += 1;
+                if let Some(message) = output_mismatch(tool, arguments, output, ex) {
+                    mismatches.borrow_mut().push((message, ex.clone()));
+                }
+            }
+            verdict
         },
     );
+    let mismatches = mismatches.into_inner();
+    for _ in 0..checked_outputs.into_inner() - mismatches.len() as u64 {
+        t.report.pass("tool-output");
+    }
+    for (message, ex) in mismatches {
+        let curl = t.curl(&ex);
+        t.report.fail("tool-output", message, Some(curl));
+    }
+}
+
+/// What is wrong with a successful answer's `data` by the tool's output schema, if anything.
+fn output_mismatch(
+    tool: &str,
+    arguments: &Value,
+    output: &contract::ArgumentValidator,
+    ex: &Exchange,
+) -> Option<String> {
+    let issues = output.check(&ex.json()["data"]).err()?;
+    let at: Vec<String> = issues
+        .iter()
+        .map(|i| format!("'{}': {}", i.path, i.message))
+        .collect();
+    Some(format!(
+        "tool '{tool}': the result of {arguments} does not match its output_schema: {}",
+        excerpt(&at.join("; "))
+    ))
+}
+
+/// The verdict on a valid input's answer: refused is a failure, not run is neither.
+fn judge_valid(tool: &str, arguments: &Value, ex: &Exchange) -> Verdict {
+    let code = ex.code().unwrap_or_default();
+    let error = excerpt(ex.json()["error"].as_str().unwrap_or_default());
+    if REFUSALS_OF_VALID.contains(&code) {
+        Verdict::Fail(format!(
+            "tool '{tool}': valid arguments {arguments} answered {} {code}: {error}",
+            ex.status
+        ))
+    } else if NOT_RUN.contains(&code) {
+        Verdict::NotRun(format!("{code}: {error}"))
+    } else {
+        Verdict::Pass
+    }
+}
+
+/// The known-good arguments given for this tool (`--example`): each must be accepted, and
+/// one that runs exercises the tool (its result checked against the output schema).
+fn examples(t: &mut Tester, tool: &str, output: Option<&contract::ArgumentValidator>) {
+    let given: Vec<Value> = t
+        .options
+        .examples
+        .iter()
+        .filter(|(name, _)| name == tool)
+        .map(|(_, arguments)| arguments.clone())
+        .collect();
+    for arguments in given {
+        let Some(ex) = call(t, tool, &arguments) else {
+            continue;
+        };
+        match judge_valid(tool, &arguments, &ex) {
+            Verdict::Pass => {
+                t.report.pass("tool-valid-inputs");
+                t.report.tool_succeeded(tool);
+                if let Some(output) = output {
+                    match output_mismatch(tool, &arguments, output, &ex) {
+                        None => t.report.pass("tool-output"),
+                        Some(message) => {
+                            let curl = t.curl(&ex);
+                            t.report.fail("tool-output", message, Some(curl));
+                        }
+                    }
+                }
+            }
+            Verdict::NotRun(why) => t.report.tool_not_run(tool, &why),
+            Verdict::Fail(message) => {
+                let curl = t.curl(&ex);
+                t.report.fail("tool-valid-inputs", message, Some(curl));
+            }
+        }
+    }
+}
+
+/// A body the document allows — `{"tool": name}` with no `arguments` — is accepted when the
+/// tool's schema accepts `{}` (positive data acceptance of the request body itself).
+fn without_arguments(t: &mut Tester, tool: &str, schema: &Value) {
+    let Ok(validator) = contract::ArgumentValidator::compile(schema) else {
+        return;
+    };
+    if validator.check(&json!({})).is_err() {
+        return;
+    }
+    let Some(ex) = t.exchange(Request::post_json("/call-tool", &json!({"tool": tool}))) else {
+        return;
+    };
+    match judge_valid(tool, &json!("(no arguments)"), &ex) {
+        Verdict::Pass => {
+            t.report.pass("tool-valid-inputs");
+            t.report.tool_succeeded(tool);
+        }
+        Verdict::NotRun(why) => t.report.tool_not_run(tool, &why),
+        Verdict::Fail(message) => {
+            let curl = t.curl(&ex);
+            t.report.fail("tool-valid-inputs", message, Some(curl));
+        }
+    }
 }
 
 fn invalid_inputs(t: &mut Tester, tool: &str, schema: &Value) {
@@ -116,22 +258,29 @@ fn invalid_inputs(t: &mut Tester, tool: &str, schema: &Value) {
         strategy,
         |arguments, why, ex| {
             let code = ex.code().unwrap_or("(none)");
-            (ex.status != 400 || code != "INVALID_ARGUMENTS").then(|| {
-            format!("tool '{tool}': invalid arguments {arguments} ({why}) answered {} {code}, not 400 INVALID_ARGUMENTS", ex.status)
-        })
+            if ex.status == 400 && code == "INVALID_ARGUMENTS" {
+                Verdict::Pass
+            } else {
+                Verdict::Fail(format!(
+                    "tool '{tool}': invalid arguments {arguments} ({why}) answered {} {code}, not 400 INVALID_ARGUMENTS",
+                    ex.status
+                ))
+            }
         },
     );
 }
 
-/// Calls the tool with each generated (arguments, note); `judge` says what is wrong with an
-/// answer, if anything. The smallest failing input proptest shrinks to is reported.
+/// Calls the tool with each generated (arguments, note); `judge` gives each answer's
+/// verdict. The smallest failing input proptest shrinks to is reported; answers of a tool that
+/// did not run count for its exercise record, not as passes.
 fn property<S, J>(t: &mut Tester, tool: &str, check: &str, strategy: S, judge: J)
 where
     S: Strategy<Value = (Value, String)>,
-    J: Fn(&Value, &str, &Exchange) -> Option<String>,
+    J: Fn(&Value, &str, &Exchange) -> Verdict,
 {
     let mut runner = runner(t, tool, check);
     let passed = RefCell::new(0u64);
+    let not_run: RefCell<Vec<String>> = RefCell::new(Vec::new());
     let last_failure: RefCell<Option<(String, String)>> = RefCell::new(None);
     let tester = RefCell::new(&mut *t);
     let result = runner.run(&strategy, |(arguments, note)| {
@@ -139,14 +288,25 @@ where
         let Some(ex) = call(&mut t, tool, &arguments) else {
             return Err(TestCaseError::fail("no answer"));
         };
-        if let Some(message) = judge(&arguments, &note, &ex) {
-            *last_failure.borrow_mut() = Some((message.clone(), t.curl(&ex)));
-            return Err(TestCaseError::fail(message));
+        match judge(&arguments, &note, &ex) {
+            Verdict::Fail(message) => {
+                *last_failure.borrow_mut() = Some((message.clone(), t.curl(&ex)));
+                return Err(TestCaseError::fail(message));
+            }
+            Verdict::NotRun(why) => not_run.borrow_mut().push(why),
+            Verdict::Pass => *passed.borrow_mut() += 1,
         }
-        *passed.borrow_mut() += 1;
         Ok(())
     });
     let t = tester.into_inner();
+    if check == "tool-valid-inputs" {
+        for why in not_run.into_inner() {
+            t.report.tool_not_run(tool, &why);
+        }
+        for _ in 0..*passed.borrow() {
+            t.report.tool_succeeded(tool);
+        }
+    }
     finish(
         t,
         check,

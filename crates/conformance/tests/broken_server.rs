@@ -49,11 +49,14 @@ fn tool(name: &str, schema: Value) -> Value {
 }
 
 fn tools_list(n: u64) -> Vec<Value> {
+    let mut strict = tool(
+        "strict",
+        json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 10}}, "required": ["n"]}),
+    );
+    // tool-output: its results ({n}) never have the `doubled` it declares.
+    strict["output_schema"] = json!({"type": "object", "required": ["doubled"]});
     let mut tools = vec![
-        tool(
-            "strict",
-            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 10}}, "required": ["n"]}),
-        ),
+        strict,
         tool(
             "lenient",
             json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"], "additionalProperties": false}),
@@ -112,6 +115,8 @@ async fn openapi() -> Response {
     let mut doc =
         serde_saphyr::from_str::<Value>(include_str!("../../../openapi/openapi.yaml")).unwrap();
     doc["paths"]["/tools/lenient"] = json!({"post": {"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}}}});
+    // openapi-refs: a reference to a schema the document does not have.
+    doc["paths"]["/tools/lenient"]["post"]["responses"] = json!({"200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Missing"}}}}});
     axum::Json(doc).into_response()
 }
 
@@ -125,7 +130,8 @@ fn run_tool(name: &str, args: &Value) -> Response {
         )
     };
     match name {
-        // tool-valid-inputs: refuses n > 5 although the schema allows up to 10.
+        // tool-valid-inputs: refuses n > 5 although the schema allows up to 10;
+        // tool-output: answers {n} where its output_schema requires `doubled`.
         "strict" => match args["n"].as_i64() {
             Some(n) if (0..=5).contains(&n) => ok(json!({"n": n})),
             Some(n) if n <= 10 => error(400, "INVALID_ARGUMENTS", "n too big"),
@@ -314,7 +320,12 @@ fn every_violation_is_reported_and_the_exit_code_says_so() {
     has("openapi-tools", "no operation POST /tools/strict");
     has(
         "openapi-tools",
-        "POST /tools/lenient: request body schema differs",
+        "POST /tools/lenient: the documented request body requires null where the tool's input_schema requires",
+    );
+    // The broken server lets axum answer undeclared methods: 405 with no envelope code.
+    has(
+        "methods",
+        "expected 405 METHOD_NOT_ALLOWED with Allow listing",
     );
     has(
         "health",
@@ -323,6 +334,11 @@ fn every_violation_is_reported_and_the_exit_code_says_so() {
     has("health", "uptime_seconds went back");
     has("unicode", "tool 'mangle' echoed");
     has("mcp", "is in GET /tools but not in tools/list");
+    has(
+        "openapi-refs",
+        "$ref '#/components/schemas/Missing' does not resolve",
+    );
+    has("tool-output", "tool 'strict': the result of");
     // Every check of the list failed at least once: none can pass silently.
     for check in report["checks"].as_array().unwrap() {
         assert!(

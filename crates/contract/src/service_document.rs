@@ -1,9 +1,29 @@
-//! The per-service OpenAPI document served at GET /openapi.json: the contract plus one typed
-//! operation per tool (`POST /tools/<name>`, the tool's input schema as the request body), so
-//! a client generated from it has a typed method per tool.
+//! The per-service OpenAPI document served at GET /openapi.json: the contract, typed with the
+//! service's tools, built once per change of the tool list.
+//!
+//! What it adds to the static contract:
+//! - each tool's input and output schema hoisted into `components/schemas` under names
+//!   namespaced by tool ([`hoist`]), so every `$ref` resolves (recursive models included) and
+//!   no `$schema` is shown as a field;
+//! - `POST /call-tool` typed: its body is a `oneOf` of one `{tool: const, arguments}` schema
+//!   per tool, discriminated by `tool`;
+//! - one operation per tool, `POST /tools/<name>`, with its own summary, description,
+//!   request example, and 200/400 examples of its own shape; its 200 answer types `data` with
+//!   the tool's output schema, or with the shape the gateway answers when it has none; these
+//!   replace the contract's template `POST /tools/{name}`, whose "any object" body would be a
+//!   promise the gateway does not keep;
+//! - the service's address in `servers`, and the security schemes only when API keys are on.
 
-use crate::ToolSchema;
-use serde_json::{Value, json};
+mod example;
+mod hoist;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use crate::{ArgumentValidator, ErrorCode, ToolSchema};
 
 /// The limits a client needs to know, published as `x-limits` at the document's root.
 #[derive(Debug, Clone, Copy)]
@@ -12,39 +32,502 @@ pub struct Limits {
     pub call_timeout_ms: u64,
 }
 
-/// Builds the document for a service's current tools. Run when the tools or limits change.
-pub fn service_document(
-    service: &str,
-    version: &str,
-    tools: &[ToolSchema],
-    limits: Limits,
-) -> Value {
+/// What the document says about the service itself.
+#[derive(Debug, Clone)]
+pub struct Publication<'a> {
+    /// `service.name`.
+    pub service: &'a str,
+    /// The version GET /tools reports.
+    pub version: &'a str,
+    /// Where the service listens, `http://HOST:PORT` (the document's `servers`).
+    pub server_url: String,
+    /// `security.api_keys_enabled`: the security schemes are published only then.
+    pub api_keys_enabled: bool,
+    pub limits: Limits,
+}
+
+/// The component that types `data` for a tool that declares no output schema.
+const GENERIC_RESULT: &str = "ToolResult";
+
+/// Builds the document for a service's current tools. Run when the tools or the settings
+/// change, never per request.
+pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> Value {
     let mut doc = crate::openapi::document_json();
-    doc["info"]["title"] = json!(format!("{service} (mcp-http-gateway)"));
-    doc["info"]["version"] = json!(version);
-    doc["x-limits"] =
-        json!({"max_body_bytes": limits.max_body_bytes, "call_timeout_ms": limits.call_timeout_ms});
+    doc["info"]["title"] = json!(format!("{} (mcp-http-gateway)", publication.service));
+    doc["info"]["version"] = json!(publication.version);
+    doc["servers"] = json!([{"url": publication.server_url, "description": "This service."}]);
+    doc["x-limits"] = json!({
+        "max_body_bytes": publication.limits.max_body_bytes,
+        "call_timeout_ms": publication.limits.call_timeout_ms,
+    });
+    let mut schemas = std::mem::take(&mut doc["components"]["schemas"]);
+    let schemas = schemas.as_object_mut().expect("the contract has schemas");
+    schemas.extend(generic_result_schemas());
+    let mut names = ComponentNames(schemas.keys().cloned().collect());
+
     let by_name = doc["paths"]["/tools/{name}"]["post"].clone();
+    let request_id = schemas["ToolRequest"]["properties"]["request_id"].clone();
+    let mut calls = Vec::new();
+    let mut mapping = Map::new();
+    let mut call_example: Option<Value> = None;
+    let mut call_success: Option<Value> = None;
+    let mut operations = Vec::new();
+    for tool in tools {
+        let typed = TypedTool::new(tool, &mut names, schemas);
+        let call_name = names.take(&format!("{}Call", typed.prefix));
+        schemas.insert(call_name.clone(), typed.call_schema(&request_id));
+        calls.push(json!({"$ref": component(&call_name)}));
+        mapping.insert(tool.name.clone(), json!(component(&call_name)));
+        if call_example.is_none()
+            && let Some(arguments) = &typed.example
+        {
+            call_example = Some(json!({"tool": tool.name, "arguments": arguments}));
+        }
+        let result_name = names.take(&format!("{}Result", typed.prefix));
+        schemas.insert(
+            result_name.clone(),
+            typed.result_schema(&schemas["Envelope"]),
+        );
+        let operation = typed.operation(&by_name, &result_name);
+        if call_example
+            .as_ref()
+            .is_some_and(|c| c["tool"] == tool.name.as_str())
+        {
+            // /call-tool's examples are those of the tool its request example calls.
+            typed.own_errors(&mut doc["paths"]["/call-tool"]["post"]["responses"]);
+            call_success = operation["responses"]["200"]["content"]["application/json"]
+                .get("example")
+                .cloned();
+        }
+        operations.push((
+            format!("/tools/{}", tool.name),
+            json!({ "post": operation }),
+        ));
+    }
+    doc["components"]["schemas"] = Value::Object(std::mem::take(schemas));
+
+    if !calls.is_empty() {
+        let body =
+            &mut doc["paths"]["/call-tool"]["post"]["requestBody"]["content"]["application/json"];
+        body["schema"] = json!({
+            "oneOf": calls,
+            "discriminator": {"propertyName": "tool", "mapping": mapping},
+        });
+        match call_example {
+            Some(example) => body["example"] = example,
+            None => _ = body.as_object_mut().map(|b| b.remove("example")),
+        }
+        // The contract's 200 example is echo's; here it is the example call's answer.
+        let ok = &mut doc["paths"]["/call-tool"]["post"]["responses"]["200"]["content"]["application/json"];
+        match call_success {
+            Some(example) => ok["example"] = example,
+            None => _ = ok.as_object_mut().map(|o| o.remove("example")),
+        }
+    }
     let paths = doc["paths"]
         .as_object_mut()
         .expect("the contract has paths");
-    for tool in tools {
+    // The template says any object is a body for any name, which the gateway refuses for
+    // every tool whose schema asks for more: here each tool has its own path instead.
+    paths.remove("/tools/{name}");
+    paths.extend(operations);
+    publish_security(&mut doc, publication.api_keys_enabled);
+    doc
+}
+
+/// With keys on, every operation but /health requires one of the two schemes; with keys
+/// off, no scheme is published at all (a client would otherwise ask its user for a key).
+fn publish_security(doc: &mut Value, api_keys_enabled: bool) {
+    let required = json!([{"apiKey": []}, {"bearer": []}]);
+    for item in doc["paths"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|p| p.values_mut())
+    {
+        for op in item
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|i| i.values_mut())
+        {
+            let Some(op) = op.as_object_mut() else {
+                continue;
+            };
+            if !op.contains_key("security") {
+                continue;
+            }
+            if api_keys_enabled {
+                op.insert("security".into(), required.clone());
+            } else {
+                op.remove("security");
+            }
+        }
+    }
+    if !api_keys_enabled && let Some(components) = doc["components"].as_object_mut() {
+        components.remove("securitySchemes");
+    }
+}
+
+/// Component names given out so far; a new one never takes an existing name.
+struct ComponentNames(BTreeSet<String>);
+
+impl ComponentNames {
+    /// `wanted` made a valid component name (`[A-Za-z0-9._-]`), with `_2`, `_3`, … added
+    /// when that is taken.
+    fn take(&mut self, wanted: &str) -> String {
+        let safe = safe_name(wanted);
+        let mut name = safe.clone();
+        let mut n = 1;
+        while self.0.contains(&name) {
+            n += 1;
+            name = format!("{safe}_{n}");
+        }
+        self.0.insert(name.clone());
+        name
+    }
+}
+
+/// A tool with its schemas hoisted into the components and its examples made.
+struct TypedTool<'a> {
+    tool: &'a ToolSchema,
+    /// `tool__<name>__`, the start of every component name of this tool.
+    prefix: String,
+    input: String,
+    /// The output schema's component, when the tool declares one.
+    output: Option<String>,
+    /// Arguments the input schema accepts.
+    example: Option<Value>,
+    /// Whether `{}` fails the input schema (then `arguments` is required in /call-tool).
+    needs_arguments: bool,
+    /// The issues the gateway answers for arguments of this tool made wrong in one field.
+    refused: Option<Vec<crate::ValidationIssue>>,
+}
+
+impl<'a> TypedTool<'a> {
+    fn new(
+        tool: &'a ToolSchema,
+        names: &mut ComponentNames,
+        schemas: &mut Map<String, Value>,
+    ) -> Self {
+        let prefix = format!("tool__{}__", safe_name(&tool.name));
+        let mut hoist_as = |schema: &Value, what: &str, reuse: &BTreeMap<String, String>| {
+            let root = names.take(&format!("{prefix}{what}"));
+            let hoisted = hoist::hoist(schema, root, |def| match reuse.get(def) {
+                Some(same) => same.clone(),
+                None => names.take(&format!("{prefix}{def}")),
+            });
+            schemas.extend(hoisted.components);
+            (hoisted.root, hoisted.defs)
+        };
+        let (input, input_defs) = hoist_as(&tool.input_schema, "Input", &BTreeMap::new());
+        let output = tool.output_schema.as_ref().map(|output| {
+            // A model used by both schemas (pydantic repeats it in each) is one component,
+            // when every definition the two share a name for is the same.
+            let (mine, theirs) = (
+                hoist::definitions(output),
+                hoist::definitions(&tool.input_schema),
+            );
+            let same = mine
+                .iter()
+                .all(|(name, def)| theirs.get(name).is_none_or(|t| t == def));
+            let reuse = if same {
+                input_defs.clone()
+            } else {
+                BTreeMap::new()
+            };
+            hoist_as(output, "Output", &reuse).0
+        });
+        // One compiled schema for every question asked of it here; an input schema the
+        // gateway cannot compile gets no example (and its calls fail anyway).
+        let validator = ArgumentValidator::compile(&tool.input_schema).ok();
+        let example = validator.as_ref().and_then(|v| {
+            given_example(&tool.input_schema, v).or_else(|| example::example(&tool.input_schema, v))
+        });
+        let needs_arguments = validator
+            .as_ref()
+            .is_some_and(|v| v.check(&json!({})).is_err());
+        let refused = validator
+            .as_ref()
+            .zip(example.as_ref())
+            .and_then(|(v, valid)| {
+                example::refused(&tool.input_schema, v, valid).map(|(_, issues)| issues)
+            });
+        TypedTool {
+            tool,
+            prefix,
+            input,
+            output,
+            example,
+            needs_arguments,
+            refused,
+        }
+    }
+
+    /// `{tool: <const>, arguments: <input>, request_id?}`: one branch of /call-tool's `oneOf`.
+    fn call_schema(&self, request_id: &Value) -> Value {
+        let mut required = vec!["tool"];
+        if self.needs_arguments {
+            required.push("arguments");
+        }
+        json!({
+            "type": "object",
+            "title": format!("Call {}", self.tool.name),
+            "description": format!("A call of tool `{}`.", self.tool.name),
+            "properties": {
+                "tool": {"type": "string", "const": self.tool.name},
+                "arguments": {"$ref": component(&self.input)},
+                "request_id": request_id,
+            },
+            "required": required,
+            "additionalProperties": false,
+        })
+    }
+
+    /// The 200 envelope of this tool: `data` typed with its output schema (or the generic
+    /// result), every other member as the envelope has it.
+    fn result_schema(&self, envelope: &Value) -> Value {
+        let mut properties = Map::new();
+        for key in ["success", "data", "request_id", "timestamp", "meta"] {
+            properties.insert(key.into(), envelope["properties"][key].clone());
+        }
+        properties.insert(
+            "success".into(),
+            json!({"type": "boolean", "const": true, "description": "Always true here."}),
+        );
+        let data = self.output.as_deref().unwrap_or(GENERIC_RESULT);
+        properties.insert(
+            "data".into(),
+            json!({"$ref": component(data), "description": format!("The result of `{}`.", self.tool.name)}),
+        );
+        json!({
+            "type": "object",
+            "title": format!("{} result", self.tool.name),
+            "description": format!("A successful call of `{}`.", self.tool.name),
+            "properties": properties,
+            "required": ["success", "data", "request_id", "timestamp"],
+        })
+    }
+
+    /// `POST /tools/<name>`, made from the contract's `POST /tools/{name}`.
+    fn operation(&self, by_name: &Value, result: &str) -> Value {
+        let tool = self.tool;
         let mut op = by_name.clone();
         op["operationId"] = json!(operation_id(&tool.name));
-        op["summary"] = json!(format!("Call tool {}", tool.name));
-        op["description"] = json!(tool.description);
+        op["summary"] = json!(tool.title.as_deref().unwrap_or(&tool.name));
+        op["description"] = json!(if tool.description.is_empty() {
+            format!("Calls tool `{}`.", tool.name)
+        } else {
+            tool.description.clone()
+        });
         op["tags"] = json!(["tool"]);
         if let Some(params) = op["parameters"].as_array_mut() {
             params.retain(|p| p["in"] != "path");
         }
+        let mut body = json!({"schema": {"$ref": component(&self.input)}});
+        if let Some(example) = &self.example {
+            body["example"] = example.clone();
+        }
         op["requestBody"] = json!({
             "required": true,
-            "description": format!("Arguments of {}", tool.name),
-            "content": {"application/json": {"schema": tool.input_schema}}
+            "description": format!("The arguments of `{}`.", tool.name),
+            "content": {"application/json": body},
         });
-        paths.insert(format!("/tools/{}", tool.name), json!({ "post": op }));
+        let ok = &mut op["responses"]["200"]["content"]["application/json"];
+        ok["schema"] = json!({"$ref": component(result)});
+        match self.success_example(&ok["example"]) {
+            Some(example) => ok["example"] = example,
+            None => _ = ok.as_object_mut().map(|o| o.remove("example")),
+        }
+        self.own_errors(&mut op["responses"]);
+        op
     }
-    doc
+
+    /// The error examples of `responses` told about this tool ([`Self::own_error`]).
+    fn own_errors(&self, responses: &mut Value) {
+        for (status, response) in responses.as_object_mut().into_iter().flatten() {
+            if status == "200" {
+                continue;
+            }
+            let examples = &mut response["content"]["application/json"]["examples"];
+            for (code, example) in examples.as_object_mut().into_iter().flatten() {
+                self.own_error(code, &mut example["value"]);
+            }
+            if let Some(examples) = examples.as_object_mut()
+                && examples.contains_key(ErrorCode::InvalidArguments.as_str())
+                && self.refused.is_none()
+            {
+                // No argument of this tool can be got wrong in a way the schema refuses.
+                examples.remove(ErrorCode::InvalidArguments.as_str());
+            }
+        }
+    }
+
+    /// The contract's 200 example with this tool's name and a result of its own shape.
+    /// `None` when no result of the output schema's shape can be made: no example rather
+    /// than a wrong one.
+    fn success_example(&self, contract: &Value) -> Option<Value> {
+        let mut example = contract.clone();
+        example["meta"]["tool"] = json!(self.tool.name);
+        example["data"] = match &self.tool.output_schema {
+            Some(schema) => example::example(schema, &ArgumentValidator::compile(schema).ok()?)?,
+            None => {
+                json!({"content": [{"type": "text", "text": format!("Result of {}", self.tool.name)}]})
+            }
+        };
+        Some(example)
+    }
+
+    /// An error example of the contract, told about this tool: its name in `meta.tool` and
+    /// the message, and for INVALID_ARGUMENTS the issues its own schema gives.
+    fn own_error(&self, code: &str, example: &mut Value) {
+        let name = &self.tool.name;
+        if example["meta"]["tool"].is_string() {
+            example["meta"]["tool"] = json!(name);
+        }
+        if let Some(message) = example["error"].as_str() {
+            let message = message
+                .replace("'echo'", &format!("'{name}'"))
+                .replace("'no_such_tool'", &format!("'{name}'"));
+            example["error"] = json!(message);
+        }
+        if code == ErrorCode::InvalidArguments.as_str()
+            && let Some(issues) = &self.refused
+        {
+            example["meta"]["validation_errors"] = serde_json::to_value(issues).unwrap_or_default();
+        }
+    }
+}
+
+/// An example the tool gives itself: the first of its input schema's `examples`.
+fn given_example(schema: &Value, validator: &ArgumentValidator) -> Option<Value> {
+    let given = schema["examples"].as_array()?.first()?.clone();
+    validator.check(&given).is_ok().then_some(given)
+}
+
+/// The shape of `data` for a tool without an output schema, as the MCP result mapping
+/// answers it (`provider/mcp/result.rs`): `{content: [blocks]}`, or the object a single JSON
+/// text block held. Both are objects; `content`, when present, is the MCP content blocks.
+fn generic_result_schemas() -> Map<String, Value> {
+    let annotated = |required: &[&str], properties: Value, kind: &str, description: &str| {
+        let mut properties = properties;
+        properties["type"] = json!({"type": "string", "const": kind});
+        let mut required: Vec<&str> = required.to_vec();
+        required.insert(0, "type");
+        json!({"type": "object", "description": description, "properties": properties, "required": required})
+    };
+    let blocks = [
+        (
+            "TextContent",
+            annotated(
+                &["text"],
+                json!({"text": {"type": "string"}}),
+                "text",
+                "Text.",
+            ),
+        ),
+        (
+            "ImageContent",
+            annotated(
+                &["data", "mimeType"],
+                json!({"data": {"type": "string", "contentEncoding": "base64"}, "mimeType": {"type": "string"}}),
+                "image",
+                "An image, base64.",
+            ),
+        ),
+        (
+            "AudioContent",
+            annotated(
+                &["data", "mimeType"],
+                json!({"data": {"type": "string", "contentEncoding": "base64"}, "mimeType": {"type": "string"}}),
+                "audio",
+                "Audio, base64.",
+            ),
+        ),
+        (
+            "EmbeddedResource",
+            annotated(
+                &["resource"],
+                json!({"resource": {
+                    "type": "object",
+                    "properties": {
+                        "uri": {"type": "string"},
+                        "mimeType": {"type": "string"},
+                        "text": {"type": "string"},
+                        "blob": {"type": "string", "contentEncoding": "base64"}
+                    },
+                    "required": ["uri"]
+                }}),
+                "resource",
+                "A resource's contents: `text` or `blob`.",
+            ),
+        ),
+        (
+            "ResourceLink",
+            annotated(
+                &["uri", "name"],
+                json!({"uri": {"type": "string"}, "name": {"type": "string"}, "mimeType": {"type": "string"}, "description": {"type": "string"}}),
+                "resource_link",
+                "A link to a resource.",
+            ),
+        ),
+    ];
+    let mut schemas: Map<String, Value> = Map::new();
+    let mut mapping = Map::new();
+    let mut one_of = Vec::new();
+    let kinds = ["text", "image", "audio", "resource", "resource_link"];
+    for ((name, schema), kind) in blocks.into_iter().zip(kinds) {
+        mapping.insert(kind.into(), json!(component(name)));
+        one_of.push(json!({"$ref": component(name)}));
+        schemas.insert(name.into(), schema);
+    }
+    schemas.insert(
+        "ContentBlock".into(),
+        json!({
+            "description": "One MCP content block, by `type`.",
+            "oneOf": one_of,
+            "discriminator": {"propertyName": "type", "mapping": mapping},
+        }),
+    );
+    schemas.insert(
+        GENERIC_RESULT.into(),
+        json!({
+            "description": "`data` of a tool that declares no output schema. For an MCP tool: \
+                `{content: [blocks]}` with the tool's content blocks, or, when its only block is \
+                text holding a JSON object, that object. For a Cypher tool: the rows under the \
+                tool's result key, with `count`. For an HTTP tool: what its `result` pointer \
+                selects, any JSON (no `type` is stated for that reason).",
+            "properties": {"content": {"type": "array", "items": {"$ref": component("ContentBlock")}}},
+            "additionalProperties": true,
+        }),
+    );
+    schemas
+}
+
+/// The `servers` URL of a service listening on `host:port`. A wildcard address
+/// (`0.0.0.0`, `::`) is not one a client can call, so then the URL is `/`: relative to where
+/// the document was fetched from, which is the service.
+pub fn server_url(host: &str, port: u16) -> String {
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => "/".to_owned(),
+        Ok(std::net::IpAddr::V6(ip)) => format!("http://[{ip}]:{port}"),
+        _ => format!("http://{host}:{port}"),
+    }
+}
+
+fn component(name: &str) -> String {
+    format!("#/components/schemas/{name}")
+}
+
+/// `name` with anything outside `[A-Za-z0-9._-]` (what a component name may hold) as `_`.
+fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// `call_` + the tool name with anything outside `[A-Za-z0-9_]` replaced by `_`.
@@ -60,39 +543,4 @@ fn operation_id(tool: &str) -> String {
         })
         .collect();
     format!("call_{safe}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_typed_operation_per_tool() {
-        let tools = vec![ToolSchema {
-            title: None,
-            output_schema: None,
-            name: "get-sum".into(),
-            description: "adds".into(),
-            input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
-            annotations: None,
-        }];
-        let limits = Limits {
-            max_body_bytes: 10,
-            call_timeout_ms: 20,
-        };
-        let doc = service_document("svc", "1.2.3", &tools, limits);
-        assert_eq!(
-            doc["x-limits"],
-            json!({"max_body_bytes": 10, "call_timeout_ms": 20})
-        );
-        let op = &doc["paths"]["/tools/get-sum"]["post"];
-        assert_eq!(op["operationId"], "call_get_sum");
-        assert_eq!(
-            op["requestBody"]["content"]["application/json"]["schema"]["properties"]["a"]["type"],
-            "number"
-        );
-        assert!(op["responses"]["400"].is_object());
-        assert_eq!(doc["info"]["version"], "1.2.3");
-        assert!(doc["paths"]["/call-tool"].is_object());
-    }
 }

@@ -72,17 +72,20 @@ mod tests {
     fn every_field() -> (Value, Value) {
         let providers = json!([
             { "name": "stdio", "kind": "mcp", "command": "node", "args": ["a"], "env": {"K": "v"},
-              "cwd": "here", "setup_hint": "start it" },
+              "cwd": "here", "setup_hint": "start it", "validate_output": "warn" },
             { "name": "remote", "kind": "mcp", "url": "http://h/mcp", "headers": {"X": "y"},
               "setup_hint": "start it" },
             { "name": "graph", "kind": "cypher", "dependency": "db", "setup_hint": "h",
+              "validate_output": "off",
               "tools": [{ "name": "t", "description": "d", "input_schema": {"type": "object"},
-                          "query": "RETURN 1", "result_key": "rows" }] },
+                          "query": "RETURN 1", "result_key": "rows",
+                          "output_schema": {"type": "object"} }] },
             { "name": "api", "kind": "http", "dependency": "api", "openapi": "o.yaml",
               "include": ["a"], "exclude": ["b"], "usage_tool": "usage", "setup_hint": "h",
               "tools": [{ "name": "t", "description": "d", "input_schema": {"type": "object"},
                           "method": "POST", "path": "/p", "query": {"q": "1"}, "headers": {"H": "1"},
-                          "body": "{}", "result": "/r" }] }
+                          "body": "{}", "result": "/r", "output_schema": {"type": "object"} }],
+              "validate_output": "warn" }
         ]);
         let dependencies = json!({
             "db": { "kind": "bolt", "uri": "bolt://h:1", "user": "u", "password_env": "P",
@@ -128,7 +131,14 @@ mod tests {
                 mutations(&value[0], &format!("{here}/0"), out, root);
                 continue;
             }
-            if key == "input_schema" {
+            if key == "validate_output" {
+                let mut new = root.clone();
+                let other = if value == "strict" { "off" } else { "strict" };
+                *new.pointer_mut(&here).unwrap() = json!(other);
+                out.push((here, new));
+                continue;
+            }
+            if key == "input_schema" || key == "output_schema" {
                 let mut new = root.clone();
                 *new.pointer_mut(&here).unwrap() = json!({"type": "object", "required": ["x"]});
                 out.push((here, new));

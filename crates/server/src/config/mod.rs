@@ -27,7 +27,7 @@ pub use self::env::{EnvError, expand_env};
 pub use self::load::{ConfigError, check_distinct, load_dir};
 pub use self::provider::{
     CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
-    McpProviderConfig, McpTransport, ProviderConfig, StdioTransport,
+    McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
 };
 pub use self::types::{Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, bytes, count, millis, seconds};

@@ -50,6 +50,30 @@ impl ProviderConfig {
     }
 }
 
+/// What to do with a result that does not match its tool's output schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputValidation {
+    /// Refuse it: the call answers EXECUTION_ERROR naming where and why.
+    #[default]
+    Strict,
+    /// Log it and answer the result as it is.
+    Warn,
+    /// Do not check.
+    Off,
+}
+
+impl ProviderConfig {
+    /// This provider's rule for results that violate their output schema.
+    pub fn validate_output(&self) -> OutputValidation {
+        match self {
+            ProviderConfig::Mcp(p) => p.validate_output,
+            ProviderConfig::Cypher(p) => p.validate_output,
+            ProviderConfig::Http(p) => p.validate_output,
+        }
+    }
+}
+
 /// `kind: mcp`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(try_from = "McpFields", into = "McpFields")]
@@ -62,6 +86,8 @@ pub struct McpProviderConfig {
     /// use, closed with it), so the server's requests to its client (sampling, elicitation,
     /// roots) and its per-connection state belong to one client. Off: one shared connection.
     pub session_per_client: bool,
+    /// Results checked against each tool's `outputSchema` (default strict).
+    pub validate_output: OutputValidation,
 }
 
 /// How an MCP server is reached.
@@ -139,6 +165,8 @@ struct McpFields {
     setup_hint: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     session_per_client: bool,
+    #[serde(default)]
+    validate_output: OutputValidation,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -197,6 +225,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             transport,
             setup_hint: f.setup_hint,
             session_per_client: f.session_per_client,
+            validate_output: f.validate_output,
         })
     }
 }
@@ -213,6 +242,7 @@ impl From<McpProviderConfig> for McpFields {
             headers: BTreeMap::new(),
             setup_hint: c.setup_hint,
             session_per_client: c.session_per_client,
+            validate_output: c.validate_output,
         };
         match c.transport {
             McpTransport::Stdio(s) => {
@@ -247,6 +277,9 @@ pub struct CypherProviderConfig {
     pub tools: Vec<CypherTool>,
     #[serde(default, deserialize_with = "optional_text")]
     pub setup_hint: Option<String>,
+    /// Results checked against each tool's `output_schema` (default strict).
+    #[serde(default)]
+    pub validate_output: OutputValidation,
 }
 
 /// A Cypher query declared as a tool.
@@ -266,6 +299,9 @@ pub struct CypherTool {
     /// The key of `data` holding the rows (default `rows`).
     #[serde(default, deserialize_with = "optional_text")]
     pub result_key: Option<String>,
+    /// JSON Schema of the call's `data` (`{<result_key>: [rows], count}`), when declared.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 /// `kind: http`.
@@ -293,6 +329,9 @@ pub struct HttpProviderConfig {
     pub usage_tool: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     pub setup_hint: Option<String>,
+    /// Results checked against each tool's `output_schema` (default strict).
+    #[serde(default)]
+    pub validate_output: OutputValidation,
 }
 
 /// A call of the HTTP API declared as a tool.
@@ -323,6 +362,9 @@ pub struct HttpTool {
     /// A JSON pointer into the upstream answer selecting `data` (default: all of it).
     #[serde(default, deserialize_with = "optional_text")]
     pub result: Option<String>,
+    /// JSON Schema of the call's `data`, when declared.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 #[cfg(test)]

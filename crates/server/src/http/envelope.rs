@@ -23,6 +23,12 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    // The method is judged before anything about the content, the request id included.
+    if let Some(refusal) = super::methods::refusal(&method, &path) {
+        let request_id = RequestId::generate();
+        let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
+        return span.in_scope(|| finish(refusal, request_id, started, &method, &path));
+    }
     let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
         v.to_str()
             .map_err(|_| "request_id must be a UUID v4".to_owned())

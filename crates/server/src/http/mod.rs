@@ -1,13 +1,14 @@
 //! The HTTP surface of one service: the contract's routes, Swagger UI, and the layers that
 //! apply to every request.
 //!
-//! Layer order, outermost first: CORS → envelope (request id, envelope, log line) → lifecycle
-//! gate → API key → rate limit → panic catcher → routes.
+//! Layer order, outermost first: plain OPTIONS → CORS → envelope (methods, request id,
+//! envelope, log line) → lifecycle gate → API key → rate limit → panic catcher → routes.
 
 mod cors;
 pub mod envelope;
 pub mod guards;
 pub mod handlers;
+mod methods;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
@@ -52,6 +53,7 @@ pub fn router(service: Arc<Service>) -> Router {
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
+            .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))
             .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))

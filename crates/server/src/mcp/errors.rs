@@ -1,8 +1,8 @@
 //! How the contract's failures are answered over MCP, in one table (docs/mcp.md shows it):
 //! a tool that ran and failed, and invalid arguments (SEP-1303: the model reads them and can
-//! correct itself), are a result with `isError: true` and `structuredContent: {code,
-//! request_id, …}`; an unknown tool and a malformed request are JSON-RPC errors with the same
-//! `data`; what the HTTP layer refuses keeps the envelope and its status.
+//! correct itself), are a result with `isError: true` and `{code, request_id, …}` in `_meta`
+//! (and as `structuredContent` for a tool without an output schema); an unknown tool and a
+//! malformed request are JSON-RPC errors with the same `data`; what the HTTP layer refuses keeps the envelope and its status.
 
 use contract::ErrorCode as Code;
 use rmcp::ErrorData as McpError;
@@ -77,18 +77,19 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
     }
 }
 
-/// Where an `isError` result carries `{code, request_id, retryable, …}` when the tool declares
-/// an output schema: its `structuredContent` must match that schema (MCP clients such as the
-/// TypeScript SDK check it on error results too), so the data goes in `_meta` under this key.
-pub const ERROR_META_KEY: &str = "io.github.mcp-http-gateway/error";
+/// Where a tool result carries our error data in `_meta` (a namespaced key, as MCP asks).
+pub const ERROR_META_KEY: &str = "mcp-http-gateway/error";
 
-/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id,
-/// retryable}`, in `structuredContent`, or in `_meta` ([`ERROR_META_KEY`]) for a tool with an
-/// output schema (`typed`).
+/// The answer to a failed call, per [`mcp_mapping`]; `data` is at least `{code, request_id, retryable}`.
+///
+/// A tool result carries the data in `_meta` ([`ERROR_META_KEY`]) and, when the tool declares
+/// no output schema, also as `structuredContent`: a client checks `structuredContent` against
+/// a declared output schema, which an error's data would never match (the TypeScript SDK does
+/// so on error results too).
 pub(super) fn error_for(
     failure: crate::service::CallFailure,
     request_id: &str,
-    typed: bool,
+    tool_has_output_schema: bool,
 ) -> Result<CallToolResponse, McpError> {
     let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
     if let Some(issues) = &failure.validation_errors {
@@ -107,11 +108,10 @@ pub(super) fn error_for(
                 text.push_str(&format!("\n{path}: {}", issue.message));
             }
             let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-            if typed {
-                let mut meta = serde_json::Map::new();
-                meta.insert(ERROR_META_KEY.to_owned(), data);
-                result.meta = Some(rmcp::model::MetaObject(meta));
-            } else {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert(ERROR_META_KEY.to_owned(), data.clone());
+            result.meta = Some(meta);
+            if !tool_has_output_schema {
                 result.structured_content = Some(data);
             }
             Ok(CallToolResponse::Complete(result))
@@ -166,6 +166,7 @@ mod tests {
             Ok(CallToolResponse::Complete(r)) => {
                 assert_eq!(r.is_error, Some(true));
                 assert_eq!(r.structured_content.unwrap()["retryable"], true);
+                assert_eq!(r.meta.unwrap().0[ERROR_META_KEY]["code"], "TIMEOUT");
             }
             other => panic!("{other:?}"),
         }
@@ -199,7 +200,9 @@ mod tests {
                     r.structured_content.is_none(),
                     "would break the output schema"
                 );
-                assert_eq!(r.meta.unwrap().0[ERROR_META_KEY]["code"], "EXECUTION_ERROR");
+                let meta = r.meta.unwrap();
+                assert_eq!(meta.0[ERROR_META_KEY]["code"], "EXECUTION_ERROR");
+                assert_eq!(meta.0[ERROR_META_KEY]["retryable"], true);
             }
             other => panic!("{other:?}"),
         }

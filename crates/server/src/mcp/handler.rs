@@ -506,14 +506,10 @@ impl ServerHandler for McpBridge {
                     .map(complete)
                     .unwrap_or_else(|| as_result(data)),
             )),
-            // The server's own isError result too, with the table's structuredContent when it
-            // gave none; a failure of ours is answered per the table.
+            // The server's own isError result too, given the table's data when it carries
+            // none; a failure of ours is answered per the table.
             Some(Err(failure)) => {
-                let typed = self
-                    .service
-                    .mcp_tools()
-                    .iter()
-                    .any(|t| t.name == request.name && t.output_schema.is_some());
+                let typed = self.service.has_output_schema(&request.name);
                 let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
                 match (theirs, error_for(failure, &request_id, typed)) {
                     (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {

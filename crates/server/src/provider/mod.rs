@@ -19,7 +19,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
-use crate::config::{ProviderConfig, ServiceConfig};
+use crate::config::{OutputValidation, ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
 use crate::shutdown::Shutdown;
 
@@ -108,6 +108,11 @@ pub trait Provider: Send + Sync {
 
     /// The health of each dependency behind this provider, checked now.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
+
+    /// What to do with a result that violates its tool's output schema.
+    fn validate_output(&self) -> OutputValidation {
+        OutputValidation::Strict
+    }
 
     /// The name /health lists this provider's dependency under.
     fn dependency_name(&self) -> &str {

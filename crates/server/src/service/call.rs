@@ -8,6 +8,8 @@ use contract::{ErrorCode, ValidationIssue};
 use serde_json::Value;
 
 use super::Service;
+use super::registry::RegisteredTool;
+use crate::config::OutputValidation;
 use crate::provider::{CallContext, JsonObject, ProgressSink};
 
 /// Why a call failed, ready to be answered.
@@ -98,7 +100,7 @@ impl Service {
         )
         .await;
         match outcome {
-            Ok(Ok(data)) => Ok(data),
+            Ok(Ok(data)) => checked_output(tool, entry, data),
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
                 ErrorCode::Timeout,
@@ -108,5 +110,35 @@ impl Service {
                 ),
             )),
         }
+    }
+}
+
+/// The result as the tool's output schema allows it: a violation is EXECUTION_ERROR naming
+/// each JSON pointer and rule (strict), or a log line (warn).
+fn checked_output(tool: &str, entry: &RegisteredTool, data: Value) -> Result<Value, CallFailure> {
+    let Some((validator, policy)) = &entry.output else {
+        return Ok(data);
+    };
+    let Err(issues) = validator.check(&data) else {
+        return Ok(data);
+    };
+    let problems: Vec<String> = issues
+        .iter()
+        .map(|i| format!("at '{}': {}", i.path, i.message))
+        .collect();
+    let message = format!(
+        "Tool '{tool}' answered a result that does not match its output schema: {}",
+        problems.join("; ")
+    );
+    match policy {
+        OutputValidation::Warn => {
+            tracing::warn!(
+                tool,
+                provider = entry.provider.name(),
+                "{message}; answered anyway (validate_output: warn)"
+            );
+            Ok(data)
+        }
+        _ => Err(CallFailure::new(ErrorCode::ExecutionError, message)),
     }
 }

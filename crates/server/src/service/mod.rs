@@ -68,6 +68,9 @@ pub struct Service {
     /// The last dependency checks. The lock also makes concurrent requests wait for one check
     /// rather than each running its own.
     last_checks: tokio::sync::Mutex<Option<LastChecks>>,
+    /// Held while the tool set is rebuilt (a reload, a provider's list change), so a rebuild
+    /// never installs a tool set computed from providers another rebuild has replaced.
+    rebuilding: tokio::sync::Mutex<()>,
     /// Stops what faces clients: background loops, MCP sessions.
     drain: Shutdown,
     /// The parent of every provider's own shutdown.
@@ -106,6 +109,7 @@ impl Service {
             tools_changed,
             tool_list_version: tokio::sync::watch::channel(0).0,
             last_checks: tokio::sync::Mutex::new(None),
+            rebuilding: tokio::sync::Mutex::new(()),
             drain,
             providers,
             downstreams,
@@ -155,6 +159,7 @@ impl Service {
                 _ = self.tools_changed.notified() => {}
                 _ = self.drain.cancelled() => return,
             }
+            let _rebuilding = self.rebuilding.lock().await;
             let providers = self.toolset().providers.clone();
             let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
             for conflict in conflicts {
@@ -187,6 +192,7 @@ impl Service {
     /// Applies a re-read configuration: providers whose entry is unchanged keep running, new
     /// ones start, removed ones stop. A new config that cannot work is refused whole.
     pub async fn reload(self: &Arc<Self>, config: ServiceConfig) -> Result<(), ServiceError> {
+        let _rebuilding = self.rebuilding.lock().await;
         let current = self.settings();
         let old = &current.config;
         if old.service.port != config.service.port || old.service.host != config.service.host {
@@ -259,6 +265,14 @@ impl Service {
     /// The client MCP sessions of this service.
     pub fn downstreams(&self) -> &Downstreams {
         &self.downstreams
+    }
+
+    /// Whether a tool declares an output schema (its results are typed).
+    pub fn has_output_schema(&self, tool: &str) -> bool {
+        self.toolset()
+            .registry
+            .get(tool)
+            .is_some_and(|t| t.schema.output_schema.is_some())
     }
 
     pub fn openapi(&self) -> Arc<Value> {

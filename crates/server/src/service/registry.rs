@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use contract::ToolSchema;
 
+use crate::config::OutputValidation;
 use crate::provider::Provider;
 use contract::ArgumentValidator;
 
@@ -17,6 +18,9 @@ pub struct RegisteredTool {
     pub provider: Arc<dyn Provider>,
     /// `None` when the upstream's schema does not compile; the upstream then validates alone.
     pub validator: Option<ArgumentValidator>,
+    /// The compiled output schema and what to do on a violation; `None` when the tool
+    /// declares none, it does not compile, or the provider does not check.
+    pub output: Option<(ArgumentValidator, OutputValidation)>,
 }
 
 /// Two providers offering the same tool name.
@@ -58,12 +62,24 @@ impl ToolRegistry {
                         None
                     }
                 };
+                let policy = provider.validate_output();
+                let output = match (&schema.output_schema, policy) {
+                    (None, _) | (_, OutputValidation::Off) => None,
+                    (Some(output), _) => match ArgumentValidator::compile(output) {
+                        Ok(v) => Some((v, policy)),
+                        Err(e) => {
+                            tracing::warn!(service, provider = provider.name(), tool = %schema.name, "output schema does not compile, results go unchecked: {e}");
+                            None
+                        }
+                    },
+                };
                 by_name.insert(
                     schema.name.clone(),
                     RegisteredTool {
                         schema,
                         provider: provider.clone(),
                         validator,
+                        output,
                     },
                 );
             }

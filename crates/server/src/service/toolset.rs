@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use contract::service_document::{Limits, service_document};
+use contract::service_document::{Limits, Publication, server_url, service_document};
 use contract::{ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -37,8 +37,15 @@ impl ToolSet {
             max_body_bytes: config.limits.max_body_bytes as u64,
             call_timeout_ms: config.limits.call_timeout.as_millis() as u64,
         };
+        let publication = Publication {
+            service: name,
+            version,
+            server_url: server_url(&config.service.host, config.service.port.get()),
+            api_keys_enabled: config.security.api_keys_enabled,
+            limits,
+        };
         ToolSet {
-            openapi: Arc::new(service_document(name, version, registry.tools(), limits)),
+            openapi: Arc::new(service_document(&publication, registry.tools())),
             tools_data: Arc::new(tools_data(name, version, registry.tools())),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
             providers,

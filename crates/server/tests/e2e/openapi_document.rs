@@ -24,14 +24,21 @@ async fn openapi_document_and_swagger_ui() {
     for tool in tools.body["data"]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         let op = &doc["paths"][format!("/tools/{name}")]["post"];
+        // The input schema is hoisted into the components under the tool's name.
+        let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+        let target = schema["$ref"].as_str().unwrap();
+        assert_eq!(target, format!("#/components/schemas/tool__{name}__Input"));
+        let hoisted = doc.pointer(target.strip_prefix('#').unwrap()).unwrap();
         assert_eq!(
-            op["requestBody"]["content"]["application/json"]["schema"], tool["input_schema"],
+            hoisted["properties"], tool["input_schema"]["properties"],
             "{name}"
         );
     }
-    for path in ["/tools", "/call-tool", "/tools/{name}", "/health"] {
+    for path in ["/tools", "/call-tool", "/health"] {
         assert!(doc["paths"][path].is_object(), "{path}");
     }
+    // Each tool has its own path instead of the contract's template.
+    assert!(doc["paths"].get("/tools/{name}").is_none());
     let html = reqwest::get(gw.url("/docs/")).await.unwrap();
     assert_eq!(html.status(), 200);
     assert!(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use self::template::QueryTemplate;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
-use crate::config::CypherProviderConfig;
+use crate::config::{CypherProviderConfig, OutputValidation};
 use crate::dependency::bolt::{BoltDependency, BoltError};
 
 struct CypherTool {
@@ -29,6 +29,7 @@ pub struct CypherProvider {
     database: Arc<BoltDependency>,
     tools: Vec<CypherTool>,
     setup_hint: Option<String>,
+    validate_output: OutputValidation,
 }
 
 impl CypherProvider {
@@ -49,7 +50,7 @@ impl CypherProvider {
             tools.push(CypherTool {
                 schema: ToolSchema {
                     title: None,
-                    output_schema: None,
+                    output_schema: declared.output_schema.clone(),
                     name: tool.clone(),
                     description: declared.description.clone(),
                     input_schema: declared.input_schema.clone(),
@@ -66,6 +67,7 @@ impl CypherProvider {
             database,
             tools,
             setup_hint: config.setup_hint.clone(),
+            validate_output: config.validate_output,
         })
     }
 
@@ -148,6 +150,10 @@ impl Provider for CypherProvider {
 
     fn dependency_name(&self) -> &str {
         &self.database.name
+    }
+
+    fn validate_output(&self) -> OutputValidation {
+        self.validate_output
     }
 }
 

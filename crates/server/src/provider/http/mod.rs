@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
-use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool};
+use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool, OutputValidation};
 use crate::dependency::http::{HttpDependency, without_url};
 
 /// How a tool becomes a request. Every string is a minijinja template over the arguments.
@@ -291,7 +291,7 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
     Ok(HttpTool {
         schema: ToolSchema {
             title: None,
-            output_schema: None,
+            output_schema: declared.output_schema.clone(),
             name: name.clone(),
             description: declared.description.clone(),
             input_schema: declared.input_schema.clone(),
@@ -387,6 +387,10 @@ impl Provider for HttpProvider {
 
     fn dependency_name(&self) -> &str {
         &self.api.name
+    }
+
+    fn validate_output(&self) -> OutputValidation {
+        self.config.validate_output
     }
 }
 

@@ -33,7 +33,7 @@ use self::downstream::{Downstream, Downstreams};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
 use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
-use crate::config::{McpProviderConfig, ServiceConfig};
+use crate::config::{McpProviderConfig, OutputValidation, ServiceConfig};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -47,6 +47,8 @@ pub(super) struct Inner {
     pub(super) service: String,
     pub(super) endpoint: Endpoint,
     pub(super) tools_changed: Arc<Notify>,
+    /// What to do with a result that violates its tool's output schema.
+    pub(super) validate_output: OutputValidation,
     /// How often a connected server is pinged (`monitoring.health_check_interval`).
     pub(super) check_every: Duration,
     /// What to start when the server is unavailable (`setup_hint`).
@@ -89,6 +91,7 @@ impl McpProvider {
             service: service.service.name.to_string(),
             endpoint,
             tools_changed: hooks.tools_changed,
+            validate_output: config.validate_output,
             check_every: service.monitoring.health_check_interval,
             setup_hint: config.setup_hint.clone(),
             peer: RwLock::new(None),
@@ -165,6 +168,10 @@ impl Provider for McpProvider {
             vec![(self.inner.name.clone(), status)]
         }
         .boxed()
+    }
+
+    fn validate_output(&self) -> OutputValidation {
+        self.inner.validate_output
     }
 
     fn mcp_peer(&self) -> Option<Peer<RoleClient>> {

@@ -1,0 +1,126 @@
+//! Which methods each route takes, judged before anything about the request's content: an
+//! undeclared method is 405 `METHOD_NOT_ALLOWED` with `Allow` (even with an odd
+//! `X-Request-Id` or body), and a plain `OPTIONS` (not a CORS preflight) is 204 with `Allow`.
+//!
+//! The CORS layer answers every OPTIONS as a preflight, so plain ones are taken before it
+//! ([`plain_options`]); the rest is judged first thing in the envelope layer ([`refusal`]).
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use contract::{ErrorCode, REQUEST_ID_HEADER};
+
+use super::reply::Reply;
+use super::request_id::RequestId;
+
+const GET: &[Method] = &[Method::GET, Method::HEAD];
+const POST: &[Method] = &[Method::POST];
+/// rmcp's Streamable HTTP endpoint: POST messages, GET the stream, DELETE the session.
+const MCP: &[Method] = &[Method::GET, Method::HEAD, Method::POST, Method::DELETE];
+
+/// The methods a path takes besides OPTIONS; `None` for a path no route serves (404).
+pub fn allowed(path: &str) -> Option<&'static [Method]> {
+    match path {
+        "/tools" | "/health" | "/openapi.json" | "/sse" => Some(GET),
+        "/call-tool" | "/messages" => Some(POST),
+        "/mcp" => Some(MCP),
+        _ if path.starts_with("/mcp/") => Some(MCP),
+        _ if path == "/docs" || path.starts_with("/docs/") => Some(GET),
+        _ if path
+            .strip_prefix("/tools/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/')) =>
+        {
+            Some(POST)
+        }
+        _ => None,
+    }
+}
+
+/// The `Allow` header value of a path's methods, OPTIONS included.
+pub fn allow_header(methods: &[Method]) -> HeaderValue {
+    let mut names: Vec<&str> = methods.iter().map(Method::as_str).collect();
+    names.push("OPTIONS");
+    HeaderValue::from_str(&names.join(", ")).unwrap_or(HeaderValue::from_static("OPTIONS"))
+}
+
+/// The answer for a method the path does not take, or a plain OPTIONS; `None` to go on.
+pub fn refusal(method: &Method, path: &str) -> Option<Response> {
+    let methods = allowed(path)?;
+    if methods.contains(method) {
+        return None;
+    }
+    let allow = allow_header(methods);
+    let mut response = if method == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        Reply::error(
+            ErrorCode::MethodNotAllowed,
+            format!("Method {method} is not allowed on {path}"),
+        )
+        .into_response()
+    };
+    response.headers_mut().insert(header::ALLOW, allow);
+    Some(response)
+}
+
+/// The layer in front of CORS: an OPTIONS that is not a preflight (no
+/// `Access-Control-Request-Method`) on a known route is 204 with `Allow`.
+pub async fn plain_options(request: Request, next: Next) -> Response {
+    let preflight = request
+        .headers()
+        .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    if request.method() == Method::OPTIONS
+        && !preflight
+        && let Some(mut response) = refusal(request.method(), request.uri().path())
+    {
+        if let Ok(id) = HeaderValue::from_str(RequestId::generate().as_str()) {
+            response.headers_mut().insert(REQUEST_ID_HEADER, id);
+        }
+        return response;
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_takes_its_methods() {
+        assert!(refusal(&Method::GET, "/tools").is_none());
+        assert!(refusal(&Method::HEAD, "/health").is_none());
+        assert!(refusal(&Method::POST, "/tools/echo").is_none());
+        assert!(refusal(&Method::DELETE, "/mcp").is_none());
+        assert!(
+            refusal(&Method::GET, "/nowhere").is_none(),
+            "404 is the router's"
+        );
+        for (method, path) in [
+            (Method::TRACE, "/tools"),
+            (Method::PUT, "/call-tool"),
+            (Method::PATCH, "/health"),
+            (Method::DELETE, "/openapi.json"),
+            (Method::CONNECT, "/tools/echo"),
+            (Method::PUT, "/mcp"),
+            (Method::POST, "/docs/"),
+        ] {
+            let response = refusal(&method, path).expect("refused");
+            assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+            assert!(response.extensions().get::<Reply>().is_some());
+            assert!(
+                response.headers().contains_key(header::ALLOW),
+                "{method} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn plain_options_is_204_with_allow() {
+        let response = refusal(&Method::OPTIONS, "/call-tool").unwrap();
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+        assert_eq!(response.headers()[header::ALLOW], "POST, OPTIONS");
+        let response = refusal(&Method::OPTIONS, "/tools").unwrap();
+        assert_eq!(response.headers()[header::ALLOW], "GET, HEAD, OPTIONS");
+    }
+}

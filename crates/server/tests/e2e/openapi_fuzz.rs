@@ -1,0 +1,70 @@
+//! An independent OpenAPI fuzzer (schemathesis, every check it has) against a service bridging
+//! the typed fixture server (nested `$defs`, a recursive model, enums, typed results) and
+//! mcp-server-time: the served document and the behaviour must agree. The only findings
+//! allowed are a tool's own failures to run (500 EXECUTION_ERROR, 504 TIMEOUT in the envelope),
+//! judged by `fixtures/schemathesis_verdict.py` from the run's ndjson report.
+//!
+//! server-everything is left out on purpose: some of its tools fetch URLs from the internet
+//! when called with the inputs a fuzzer makes.
+
+use std::process::Command;
+
+use crate::harness::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schemathesis_finds_nothing_but_tool_failures() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 5000 }}\nproviders:\n  - {{ name: typed, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n{}",
+        venv_python(),
+        fixture("typed_server.py"),
+        time_provider("time")
+    );
+    let gw = Gateway::start("fuzzed", &extra).await;
+    let reports = tempfile::tempdir().unwrap();
+    let schemathesis = repo().join(".deps/fuzz-venv/bin/schemathesis");
+    assert!(
+        schemathesis.exists(),
+        "schemathesis is not installed: run scripts/install-fuzz-tools.sh"
+    );
+    let url = gw.url("/openapi.json");
+    let report_dir = reports.path().to_owned();
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(schemathesis)
+            .args(["run", &url, "--checks", "all", "--max-examples", "25"])
+            .args(["--request-timeout", "10", "--workers", "1"])
+            .args(["--suppress-health-check", "all", "--seed", "20261123"])
+            .args(["--report", "ndjson", "--report-dir"])
+            .arg(&report_dir)
+            .env("NO_COLOR", "1")
+            // Its cache of past failures would replay them on the next run: keep it here.
+            .current_dir(&report_dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let output = String::from_utf8_lossy(&run.stdout).into_owned();
+    let report = std::fs::read_dir(reports.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "ndjson"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no ndjson report:\n{output}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    let verdict = Command::new("python3")
+        .arg(fixture("schemathesis_verdict.py"))
+        .arg(&report)
+        .output()
+        .unwrap();
+    let judged = String::from_utf8_lossy(&verdict.stdout);
+    assert_eq!(
+        verdict.status.code(),
+        Some(0),
+        "schemathesis found more than tool failures:\n{judged}\n--- schemathesis output ---\n{output}"
+    );
+    assert!(judged.contains("operations tested"), "{judged}");
+}
