@@ -45,17 +45,17 @@ impl Inner {
                 key,
             }
         });
-        let _caller = caller.map(|caller| {
-            link.callers
-                .calls
-                .write_unpoisoned()
-                .insert(handle.id.clone(), caller);
-            link.callers.changed.notify_waiters();
-            CallerRoute {
-                routes: link.callers.clone(),
-                id: handle.id.clone(),
-            }
-        });
+        // Every call is entered, those from HTTP too: a server request during one of them
+        // must not be taken for another's.
+        link.callers
+            .calls
+            .write_unpoisoned()
+            .insert(handle.id.clone(), caller);
+        link.callers.changed.notify_waiters();
+        let _caller = CallerRoute {
+            routes: link.callers.clone(),
+            id: handle.id.clone(),
+        };
         let mut cancel = CancelOnDrop {
             peer: link.peer.clone(),
             tasks: self.shutdown.clone(),

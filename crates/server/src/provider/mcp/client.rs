@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCapability, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, ProtocolVersion, RequestId, ResourceUpdatedNotificationParam,
-    RootsCapabilities, SamplingCapability,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, Implementation,
+    ListRootsResult, LoggingMessageNotificationParam, ProtocolVersion, RequestId,
+    ResourceUpdatedNotificationParam, RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
@@ -32,13 +32,45 @@ use crate::sync::Unpoisoned;
 /// Where the progress of each running call goes, by the progress token rmcp gave its request.
 pub(super) type ProgressRoutes = Arc<Mutex<HashMap<String, ProgressSink>>>;
 
-/// The calls in flight on one connection that came from an MCP client, by the id of our
-/// `tools/call` request upstream; `changed` wakes a server request that arrived before its
-/// call was entered.
+/// The calls in flight on one connection, by the id of our `tools/call` request upstream,
+/// with their MCP client (`None`: the call came over HTTP); `changed` wakes a server request
+/// that arrived before its call was entered.
 #[derive(Default)]
 pub(super) struct CallerBook {
-    pub(super) calls: Mutex<HashMap<RequestId, Caller>>,
+    pub(super) calls: Mutex<HashMap<RequestId, Option<Caller>>>,
     pub(super) changed: Notify,
+}
+
+/// Where a server's request goes.
+enum Route {
+    Client(Caller),
+    /// Its call came over HTTP (or no call is in flight): there is no client to ask.
+    NoClient,
+    /// No call is in flight yet: its entry may still come.
+    NotYet,
+}
+
+impl From<Option<Caller>> for Route {
+    fn from(caller: Option<Caller>) -> Route {
+        caller.map_or(Route::NoClient, Route::Client)
+    }
+}
+
+/// The answer when there is no MCP client behind the call that offers what is asked (the call
+/// came over HTTP, or its client lacks the capability): an elicitation is declined, the roots
+/// are none, sampling is refused.
+fn no_client(ask: ClientAsk) -> Result<ClientAnswer, McpError> {
+    match ask {
+        ClientAsk::Elicitation(_) => Ok(ClientAnswer::Elicitation(ElicitResult::new(
+            ElicitationAction::Decline,
+        ))),
+        ClientAsk::Roots => Ok(ClientAnswer::Roots(ListRootsResult::default())),
+        ClientAsk::Sampling(_) => Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            "sampling/createMessage: the call's client (HTTP, or an MCP client without sampling) has no model to ask",
+            None,
+        )),
+    }
 }
 
 pub(super) type CallerRoutes = Arc<CallerBook>;
@@ -63,15 +95,15 @@ pub struct GatewayClient {
 }
 
 impl GatewayClient {
-    /// The client the server's request is for; `None` while no call is in flight.
-    fn caller_for(&self, context: &RequestContext<RoleClient>) -> Result<Option<Caller>, McpError> {
+    /// The client the server's request is for.
+    fn caller_for(&self, context: &RequestContext<RoleClient>) -> Result<Route, McpError> {
         let callers = self.callers.calls.read_unpoisoned();
         // Streamable HTTP: the request arrived on the response stream of one of our calls.
         if let Some(InboundStreamOrigin::OutboundRequest(id)) =
             context.extensions.get::<InboundStreamOrigin>()
             && let Some(caller) = callers.get(id)
         {
-            return Ok(Some(caller.clone()));
+            return Ok(Route::from(caller.clone()));
         }
         if let Some(owner) = &self.owner {
             let Some(downstream) = owner.upgrade() else {
@@ -81,15 +113,22 @@ impl GatewayClient {
                 ));
             };
             // On the stream of a call of the session when there is one, else on its own.
-            let related = callers.values().next().and_then(|c| c.request_id.clone());
-            return Ok(Some(Caller::new(downstream, related)));
+            let related = callers
+                .values()
+                .flatten()
+                .next()
+                .and_then(|c| c.request_id.clone());
+            return Ok(Route::Client(Caller::new(downstream, related)));
         }
-        let mut callers = callers.values();
-        match (callers.next(), callers.next()) {
-            (Some(only), None) => Ok(Some(only.clone())),
-            (None, _) => Ok(None),
-            (Some(_), Some(_)) => Err(McpError::internal_error(
-                "several MCP clients' calls are in flight on this connection and the transport does not say which one this request belongs to (set session_per_client on this provider)",
+        if callers.is_empty() {
+            return Ok(Route::NotYet);
+        }
+        let mut from_mcp = callers.values().flatten();
+        match (from_mcp.next(), from_mcp.next()) {
+            (None, _) => Ok(Route::NoClient),
+            (Some(only), None) if callers.len() == 1 => Ok(Route::Client(only.clone())),
+            _ => Err(McpError::internal_error(
+                "several calls are in flight on this connection and the transport does not say which one this request belongs to (set session_per_client on this provider)",
                 None,
             )),
         }
@@ -103,16 +142,24 @@ impl GatewayClient {
         let deadline = tokio::time::Instant::now() + CALLER_WAIT;
         let caller = loop {
             let changed = self.callers.changed.notified();
-            if let Some(caller) = self.caller_for(&context)? {
-                break caller;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return Err(McpError::internal_error(
-                    "no MCP client's call is in flight on this connection to ask",
-                    None,
-                ));
+            match self.caller_for(&context)? {
+                Route::Client(caller) => break caller,
+                Route::NoClient => return no_client(ask),
+                Route::NotYet => {
+                    if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                        return no_client(ask);
+                    }
+                }
             }
         };
+        // A client that does not offer it is answered for as if the call came over HTTP.
+        let offered = caller
+            .downstream
+            .capabilities()
+            .is_some_and(|c| ask.offered_by(&c));
+        if !offered {
+            return no_client(ask);
+        }
         let (service, provider) = (&self.who.0, &self.who.1);
         tracing::debug!(
             service,

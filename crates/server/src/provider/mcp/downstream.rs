@@ -229,7 +229,7 @@ impl ClientAsk {
     }
 
     /// Whether a client with `capabilities` takes this request.
-    fn offered_by(&self, capabilities: &ClientCapabilities) -> bool {
+    pub fn offered_by(&self, capabilities: &ClientCapabilities) -> bool {
         match self {
             ClientAsk::Sampling(_) => capabilities.sampling.is_some(),
             // URL mode needs `url`; form mode is `form`, or an empty capability (older clients).
@@ -252,8 +252,8 @@ pub enum ClientAnswer {
     Roots(ListRootsResult),
 }
 
-/// Asks `ask` of the client of `caller`, on the stream of the request that caused it when the
-/// transport has one. The request is sent from a task of its own: rmcp marks requests sent
+/// Asks `ask` of the client of `caller` (which offers it: [`ClientAsk::offered_by`]), on the
+/// stream of the request that caused it when the transport has one. The request is sent from a task of its own: rmcp marks requests sent
 /// from inside a handler with that handler's request, which here is the upstream's.
 pub async fn ask_client(
     tasks: &Shutdown,
@@ -267,17 +267,6 @@ pub async fn ask_client(
             None,
         ));
     };
-    let offered = caller
-        .downstream
-        .capabilities()
-        .is_some_and(|c| ask.offered_by(&c));
-    if !offered {
-        return Err(McpError::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("{method}: the client whose call caused this request does not offer it"),
-            None,
-        ));
-    }
     let mut request = match ask {
         ClientAsk::Sampling(params) => {
             ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
