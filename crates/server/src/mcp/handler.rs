@@ -14,34 +14,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ResourcesCapability, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::errors::{error_for, jsonrpc};
+use super::capabilities::merged_capabilities;
+use super::errors::jsonrpc;
 use crate::provider::mcp::Upstream;
-use crate::provider::mcp::downstream::{CALLER, Caller, Downstream};
+use crate::provider::mcp::downstream::Downstream;
 use crate::service::Service;
-
-/// How long an answer waits for the call's last progress reports to be sent.
-const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
 
 /// One MCP session's view of the service (one request's, for a stateless 2026-07-28 client).
 #[derive(Clone)]
 pub struct McpBridge {
-    service: Arc<Service>,
+    pub(super) service: Arc<Service>,
     /// This session as the MCP providers see it: its peer, log level, subscriptions.
-    downstream: Arc<Downstream>,
+    pub(super) downstream: Arc<Downstream>,
 }
 
 /// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown).
@@ -88,7 +84,7 @@ impl McpBridge {
     }
 
     /// Notes the session's peer (rmcp gives it with each request).
-    fn seen(&self, context: &RequestContext<RoleServer>) {
+    pub(super) fn seen(&self, context: &RequestContext<RoleServer>) {
         self.downstream.attach(&context.peer);
     }
 
@@ -109,45 +105,6 @@ impl McpBridge {
         }
         peers
     }
-}
-
-/// What the servers behind the service offer, as one server: resources, prompts, logging and
-/// completions only when some server has them, subscriptions when some server takes them.
-fn merged_capabilities(upstreams: &[ServerCapabilities]) -> ServerCapabilities {
-    let mut capabilities = ServerCapabilities::builder()
-        .enable_tools()
-        .enable_tool_list_changed()
-        .build();
-    for theirs in upstreams {
-        if let Some(resources) = &theirs.resources {
-            let ours = capabilities
-                .resources
-                .get_or_insert_with(ResourcesCapability::default);
-            if resources.subscribe == Some(true) {
-                ours.subscribe = Some(true);
-            }
-            if resources.list_changed == Some(true) {
-                ours.list_changed = Some(true);
-            }
-        }
-        if let Some(prompts) = &theirs.prompts {
-            let ours = capabilities
-                .prompts
-                .get_or_insert_with(PromptsCapability::default);
-            if prompts.list_changed == Some(true) {
-                ours.list_changed = Some(true);
-            }
-        }
-        if theirs.logging.is_some() {
-            capabilities.logging.get_or_insert_with(Default::default);
-        }
-        if theirs.completions.is_some() {
-            capabilities
-                .completions
-                .get_or_insert_with(Default::default);
-        }
-    }
-    capabilities
 }
 
 impl ServerHandler for McpBridge {
@@ -429,184 +386,6 @@ impl ServerHandler for McpBridge {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.seen(&context);
-        let request_id = uuid::Uuid::new_v4().to_string();
-        let invocation_id = uuid::Uuid::new_v4().to_string();
-        let session_id = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| {
-                parts
-                    .headers
-                    .get("mcp-session-id")?
-                    .to_str()
-                    .ok()
-                    .map(str::to_owned)
-            });
-        let arguments = request.arguments.unwrap_or_default();
-        let (progress, forwarding) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, forwarding) =
-                    forward_progress(self.service.drain(), context.peer.clone(), token);
-                (Some(sink), Some(forwarding))
-            }
-            None => (None, None),
-        };
-        let started_at = crate::clock::timestamp();
-        let started = std::time::Instant::now();
-        // What the upstream asks its client during the call goes to this request's client.
-        let caller = Caller::new(self.downstream.clone(), Some(context.id.clone()));
-        let call = CALLER.scope(
-            caller.clone(),
-            self.service
-                .call_tool(&request.name, arguments, &request_id, progress),
-        );
-        // notifications/cancelled from the client drops the call, and with it the upstream
-        // request (which rmcp cancels on drop).
-        let outcome = tokio::select! {
-            outcome = call => Some(outcome),
-            _ = context.ct.cancelled() => None,
-        };
-        // Every progress report goes out before the answer: the forwarder ends once the call
-        // has dropped its ends of the channel and the reports are sent.
-        if let Some(forwarding) = forwarding {
-            let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
-        }
-        let (status, code) = match &outcome {
-            Some(Ok(_)) => ("ok", None),
-            Some(Err(f)) => ("error", Some(f.code.as_str())),
-            None => ("cancelled", None),
-        };
-        tracing::info!(
-            target: "mcp_http_gateway::access",
-            invocation_id = %invocation_id,
-            session_id = session_id.as_deref(),
-            request_id = %request_id,
-            jsonrpc_id = %context.id,
-            transport = "mcp",
-            tool = %request.name,
-            status,
-            code,
-            started_at = %started_at,
-            finished_at = %crate::clock::timestamp(),
-            execution_time_ms = started.elapsed().as_millis() as u64,
-            "tools/call"
-        );
-        match outcome {
-            // The client gave up; MCP clients ignore any answer to a cancelled request.
-            None => Err(McpError::new(
-                ErrorCode(jsonrpc::REQUEST_CANCELLED),
-                "Request cancelled by the client",
-                None,
-            )),
-            // An MCP server's own result, as it sent it; the contract's data for other tools.
-            Some(Ok(data)) => Ok(CallToolResponse::Complete(
-                caller
-                    .take_result()
-                    .map(complete)
-                    .unwrap_or_else(|| as_result(data)),
-            )),
-            // The server's own isError result too, given the table's data when it carries
-            // none; a failure of ours is answered per the table.
-            Some(Err(failure)) => {
-                let typed = self.service.has_output_schema(&request.name);
-                let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
-                match (theirs, error_for(failure, &request_id, typed)) {
-                    (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {
-                        if theirs.structured_content.is_none() {
-                            theirs.structured_content = ours.structured_content;
-                        }
-                        if let Some(ours) = ours.meta {
-                            let meta = theirs.meta.get_or_insert_with(Default::default);
-                            for (key, value) in ours.0 {
-                                meta.0.entry(key).or_insert(value);
-                            }
-                        }
-                        Ok(CallToolResponse::Complete(complete(theirs)))
-                    }
-                    (_, answer) => answer,
-                }
-            }
-        }
-    }
-}
-
-/// An upstream's result marked complete, as 2026-07-28 clients need it (a handshake-era
-/// server does not say).
-fn complete(mut result: CallToolResult) -> CallToolResult {
-    result
-        .result_type
-        .get_or_insert(rmcp::model::ResultType::COMPLETE);
-    result
-}
-
-/// A result the way an MCP client expects it: the upstream's own content blocks when `data`
-/// is the `{content: [...]}` of an MCP tool, else the data as JSON text and, for an object, as
-/// `structuredContent`.
-fn as_result(data: Value) -> CallToolResult {
-    if let Some(blocks) = data
-        .as_object()
-        .filter(|o| o.len() == 1)
-        .and_then(|o| o.get("content"))
-        && let Ok(blocks) = serde_json::from_value::<Vec<ContentBlock>>(blocks.clone())
-    {
-        return CallToolResult::success(blocks);
-    }
-    let text = serde_json::to_string(&data).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    if data.is_object() {
-        result.structured_content = Some(data);
-    }
-    result
-}
-
-/// A sink whose progress reports reach the MCP client as `notifications/progress` with the
-/// client's own token.
-fn forward_progress(
-    tasks: &crate::shutdown::Shutdown,
-    peer: rmcp::Peer<RoleServer>,
-    token: rmcp::model::ProgressToken,
-) -> (crate::provider::ProgressSink, tokio::task::JoinHandle<()>) {
-    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
-    let forwarding = tasks.spawn(async move {
-        while let Some(report) = reports.recv().await {
-            let mut param =
-                rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
-            param.total = report.total;
-            param.message = report.message;
-            if peer.notify_progress(param).await.is_err() {
-                return;
-            }
-        }
-    });
-    (sink, forwarding)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn capabilities(json: serde_json::Value) -> ServerCapabilities {
-        serde_json::from_value(json).unwrap()
-    }
-
-    #[test]
-    fn only_what_some_server_behind_offers_is_advertised() {
-        let none = merged_capabilities(&[capabilities(serde_json::json!({"tools": {}}))]);
-        assert!(none.resources.is_none() && none.prompts.is_none());
-        assert!(none.logging.is_none() && none.completions.is_none());
-        let merged = merged_capabilities(&[
-            capabilities(serde_json::json!({"resources": {"listChanged": true}})),
-            capabilities(serde_json::json!({"resources": {"subscribe": true}, "logging": {}})),
-            capabilities(serde_json::json!({"prompts": {}, "completions": {}})),
-        ]);
-        let resources = merged.resources.unwrap();
-        assert_eq!(
-            (resources.subscribe, resources.list_changed),
-            (Some(true), Some(true))
-        );
-        assert!(merged.prompts.is_some());
-        assert!(merged.logging.is_some() && merged.completions.is_some());
-        assert_eq!(merged.tools.unwrap().list_changed, Some(true));
+        self.call(request, context).await
     }
 }

@@ -6,6 +6,8 @@
 //! Failures are answered as [`errors`] maps them. The outgoing side (MCP servers we call) is
 //! `provider::mcp`.
 
+mod call;
+mod capabilities;
 pub mod errors;
 pub mod gate;
 pub mod handler;

@@ -191,3 +191,55 @@ providers:
         wrong.body
     );
 }
+
+#[tokio::test]
+async fn cypher_tools_are_typed_by_default_and_may_declare_their_own() {
+    let db = BoltDb::start();
+    let extra = format!(
+        r#"dependencies:
+  graph: {{ kind: bolt, uri: "{uri}", user: root, password_env: TYPED_BOLT_PASSWORD }}
+providers:
+  - name: graph
+    kind: cypher
+    dependency: graph
+    tools:
+      - name: count_functions
+        description: how many functions the graph has
+        input_schema: {{ type: object }}
+        query: "MATCH (f:Function) RETURN count(f) AS n"
+      - name: count_functions_typed_wrong
+        description: the same count, declared with a result key it does not have
+        input_schema: {{ type: object }}
+        query: "MATCH (f:Function) RETURN count(f) AS n"
+        output_schema: {{ type: object, required: [functions] }}
+"#,
+        uri = db.uri()
+    );
+    let mut gw = Gateway::spawn_env(
+        "typed-cypher",
+        &extra,
+        &[("TYPED_BOLT_PASSWORD", "code-graph-rag")],
+    );
+    gw.wait_running().await;
+    let tools = get(&gw, "/tools").await;
+    let listed = tools.body["data"]["tools"].as_array().unwrap();
+    let count = listed
+        .iter()
+        .find(|t| t["name"] == "count_functions")
+        .unwrap();
+    assert_eq!(
+        count["output_schema"]["required"],
+        json!(["rows", "count"]),
+        "{count}"
+    );
+    let ok = call(&gw, "count_functions", json!({})).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body["data"]["count"], 1);
+    let wrong = call(&gw, "count_functions_typed_wrong", json!({})).await;
+    assert_eq!(wrong.status, 500, "{}", wrong.body);
+    assert!(
+        wrong.body["error"].as_str().unwrap().contains("functions"),
+        "{}",
+        wrong.body
+    );
+}

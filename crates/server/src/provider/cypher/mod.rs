@@ -32,6 +32,19 @@ pub struct CypherProvider {
     validate_output: OutputValidation,
 }
 
+/// The shape every cypher tool answers, `{<result_key>: [rows], count}`: its output schema
+/// when the tool declares none, so clients and the document know it.
+fn rows_schema(result_key: &str) -> Value {
+    json!({
+        "type": "object",
+        "required": [result_key, "count"],
+        "properties": {
+            result_key: {"type": "array", "items": {"type": "object"}},
+            "count": {"type": "integer", "minimum": 0}
+        }
+    })
+}
+
 impl CypherProvider {
     pub fn new(
         config: &CypherProviderConfig,
@@ -47,10 +60,16 @@ impl CypherProvider {
             };
             let query =
                 QueryTemplate::parse(&declared.query, &declared.input_schema).map_err(error)?;
+            let result_key = declared.result_key.clone().unwrap_or_else(|| "rows".into());
             tools.push(CypherTool {
                 schema: ToolSchema {
                     title: None,
-                    output_schema: declared.output_schema.clone(),
+                    output_schema: Some(
+                        declared
+                            .output_schema
+                            .clone()
+                            .unwrap_or_else(|| rows_schema(&result_key)),
+                    ),
                     name: tool.clone(),
                     description: declared.description.clone(),
                     input_schema: declared.input_schema.clone(),
@@ -59,7 +78,7 @@ impl CypherProvider {
                     ),
                 },
                 query,
-                result_key: declared.result_key.clone().unwrap_or_else(|| "rows".into()),
+                result_key,
             });
         }
         Ok(CypherProvider {

@@ -1,0 +1,180 @@
+//! `tools/call` over MCP: the same [`Service::call_tool`] as POST /call-tool (validation,
+//! timeouts, limits), with the caller's progress token, cancellation and server-to-client
+//! requests routed back to it, answered as [`super::errors`] maps failures.
+
+#![allow(deprecated)]
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::Value;
+
+use std::time::Duration;
+
+use super::errors::{error_for, jsonrpc};
+use super::handler::McpBridge;
+use crate::provider::mcp::downstream::{CALLER, Caller};
+
+/// How long an answer waits for the call's last progress reports to be sent.
+const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
+
+impl McpBridge {
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.seen(&context);
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let invocation_id = uuid::Uuid::new_v4().to_string();
+        let session_id = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| {
+                parts
+                    .headers
+                    .get("mcp-session-id")?
+                    .to_str()
+                    .ok()
+                    .map(str::to_owned)
+            });
+        let arguments = request.arguments.unwrap_or_default();
+        let (progress, forwarding) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, forwarding) =
+                    forward_progress(self.service.drain(), context.peer.clone(), token);
+                (Some(sink), Some(forwarding))
+            }
+            None => (None, None),
+        };
+        let started_at = crate::clock::timestamp();
+        let started = std::time::Instant::now();
+        // What the upstream asks its client during the call goes to this request's client.
+        let caller = Caller::new(self.downstream.clone(), Some(context.id.clone()));
+        let call = CALLER.scope(
+            caller.clone(),
+            self.service
+                .call_tool(&request.name, arguments, &request_id, progress),
+        );
+        // notifications/cancelled from the client drops the call, and with it the upstream
+        // request (which rmcp cancels on drop).
+        let outcome = tokio::select! {
+            outcome = call => Some(outcome),
+            _ = context.ct.cancelled() => None,
+        };
+        // Every progress report goes out before the answer: the forwarder ends once the call
+        // has dropped its ends of the channel and the reports are sent.
+        if let Some(forwarding) = forwarding {
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
+        }
+        let (status, code) = match &outcome {
+            Some(Ok(_)) => ("ok", None),
+            Some(Err(f)) => ("error", Some(f.code.as_str())),
+            None => ("cancelled", None),
+        };
+        tracing::info!(
+            target: "mcp_http_gateway::access",
+            invocation_id = %invocation_id,
+            session_id = session_id.as_deref(),
+            request_id = %request_id,
+            jsonrpc_id = %context.id,
+            transport = "mcp",
+            tool = %request.name,
+            status,
+            code,
+            started_at = %started_at,
+            finished_at = %crate::clock::timestamp(),
+            execution_time_ms = started.elapsed().as_millis() as u64,
+            "tools/call"
+        );
+        match outcome {
+            // The client gave up; MCP clients ignore any answer to a cancelled request.
+            None => Err(McpError::new(
+                ErrorCode(jsonrpc::REQUEST_CANCELLED),
+                "Request cancelled by the client",
+                None,
+            )),
+            // An MCP server's own result, as it sent it; the contract's data for other tools.
+            Some(Ok(data)) => Ok(CallToolResponse::Complete(
+                caller
+                    .take_result()
+                    .map(complete)
+                    .unwrap_or_else(|| as_result(data)),
+            )),
+            // The server's own isError result too, given the table's data when it carries
+            // none; a failure of ours is answered per the table.
+            Some(Err(failure)) => {
+                let typed = self.service.has_output_schema(&request.name);
+                let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
+                match (theirs, error_for(failure, &request_id, typed)) {
+                    (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {
+                        if theirs.structured_content.is_none() {
+                            theirs.structured_content = ours.structured_content;
+                        }
+                        if let Some(ours) = ours.meta {
+                            let meta = theirs.meta.get_or_insert_with(Default::default);
+                            for (key, value) in ours.0 {
+                                meta.0.entry(key).or_insert(value);
+                            }
+                        }
+                        Ok(CallToolResponse::Complete(complete(theirs)))
+                    }
+                    (_, answer) => answer,
+                }
+            }
+        }
+    }
+}
+
+/// An upstream's result marked complete, as 2026-07-28 clients need it (a handshake-era
+/// server does not say).
+fn complete(mut result: CallToolResult) -> CallToolResult {
+    result
+        .result_type
+        .get_or_insert(rmcp::model::ResultType::COMPLETE);
+    result
+}
+
+/// A result the way an MCP client expects it: the upstream's own content blocks when `data`
+/// is the `{content: [...]}` of an MCP tool, else the data as JSON text and, for an object, as
+/// `structuredContent`.
+fn as_result(data: Value) -> CallToolResult {
+    if let Some(blocks) = data
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("content"))
+        && let Ok(blocks) = serde_json::from_value::<Vec<ContentBlock>>(blocks.clone())
+    {
+        return CallToolResult::success(blocks);
+    }
+    let text = serde_json::to_string(&data).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    if data.is_object() {
+        result.structured_content = Some(data);
+    }
+    result
+}
+
+/// A sink whose progress reports reach the MCP client as `notifications/progress` with the
+/// client's own token.
+fn forward_progress(
+    tasks: &crate::shutdown::Shutdown,
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> (crate::provider::ProgressSink, tokio::task::JoinHandle<()>) {
+    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<crate::provider::Progress>();
+    let forwarding = tasks.spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let mut param =
+                rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
+            param.total = report.total;
+            param.message = report.message;
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    });
+    (sink, forwarding)
+}
