@@ -11,25 +11,6 @@ use serde_json::Value;
 
 use crate::harness::*;
 
-/// Runs a Python fixture and returns the JSON object it printed last.
-async fn python(args: Vec<String>) -> Value {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(venv_python())
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
-}
-
 fn everything(extra: &str) -> String {
     format!(
         "providers:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio]{extra} }}\n",
@@ -39,7 +20,7 @@ fn everything(extra: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_sees_the_same_through_the_gateway_as_directly() {
-    let direct = python(vec![
+    let direct = run_python(vec![
         fixture("mcp_fidelity.py"),
         "direct".into(),
         "node".into(),
@@ -62,7 +43,7 @@ async fn a_client_sees_the_same_through_the_gateway_as_directly() {
         ("per-session", ", session_per_client: true"),
     ] {
         let gw = Gateway::start("fidelity", &everything(extra)).await;
-        let through = python(vec![fixture("mcp_fidelity.py"), gw.url("/mcp")]).await;
+        let through = run_python(vec![fixture("mcp_fidelity.py"), gw.url("/mcp")]).await;
         let features: Vec<&String> = direct.as_object().unwrap().keys().collect();
         for feature in features {
             assert_eq!(
@@ -93,7 +74,7 @@ async fn concurrent_clients_each_get_their_own_sampling_request() {
         let gw = Gateway::start("sampling", &providers).await;
         let barrier = tempfile::tempdir().unwrap();
         let run = |name: &str| {
-            python(vec![
+            run_python(vec![
                 fixture("mcp_sampling_client.py"),
                 gw.url("/mcp"),
                 name.to_owned(),
@@ -130,7 +111,7 @@ async fn clients_of_both_protocol_eras_list_and_call_tools() {
         ("auto", "2026-07-28"),
         ("2026-07-28", "2026-07-28"),
     ] {
-        let seen = python(vec![fixture("mcp_eras.py"), gw.url("/mcp"), mode.into()]).await;
+        let seen = run_python(vec![fixture("mcp_eras.py"), gw.url("/mcp"), mode.into()]).await;
         assert_eq!(seen["protocol_version"], version, "{mode}: {seen}");
         assert!(
             seen["tools"]

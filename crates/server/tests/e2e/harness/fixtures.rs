@@ -13,6 +13,23 @@ pub use testkit::installed::{everything_js, inspector_cli, time_bin, venv_python
 use testkit::installed::{litellm_bin, memory_js};
 use testkit::{Killed, eventually, free_port, shipped_config, until};
 
+/// Runs a Python fixture program (with the venv that has the official MCP SDK) to its end and
+/// reads the JSON object it prints last; panics with its output when it fails.
+pub async fn run_python(args: Vec<String>) -> serde_json::Value {
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(venv_python()).args(&args).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
 /// A file of crates/server/tests/fixtures.
 pub fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
