@@ -159,3 +159,56 @@ async fn no_child_outlives_a_sigkilled_gateway() {
     })
     .await;
 }
+
+/// A child killed under 100 calls in flight is restarted once, not once per failed call: once
+/// calls go through again, they keep going through, on the same new child.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_killed_under_many_calls_restarts_once() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let gw = Gateway::start("many-in-flight", &extra).await;
+    let before = gw.child_pids();
+    assert_eq!(before.len(), 1, "one child: {before:?}");
+    let client = reqwest::Client::new();
+    let calls: Vec<_> = (0..100)
+        .map(|_| {
+            let request = client.post(gw.url("/call-tool")).json(&json!({
+                "tool": "trigger-long-running-operation",
+                "arguments": {"duration": 30, "steps": 30}
+            }));
+            tokio::spawn(async move { Answer::from(request.send().await.unwrap()).await })
+        })
+        .collect();
+    eventually(Duration::from_secs(20), "100 calls in flight", || async {
+        (get(&gw, "/health").await.body["data"]["active_calls"] == 100).then_some(())
+    })
+    .await;
+    // SAFETY: kill(2) on the gateway's child.
+    unsafe { libc::kill(before[0] as i32, libc::SIGKILL) };
+    for call in calls {
+        let a = call.await.unwrap();
+        assert_eq!(a.code(), "EXECUTION_ERROR", "{}", a.body);
+    }
+    eventually(
+        Duration::from_secs(30),
+        "calls going through again",
+        || async {
+            (call(&gw, "echo", json!({"message": "back"})).await.status == 200).then_some(())
+        },
+    )
+    .await;
+    let child = gw.child_pids();
+    for i in 0..20 {
+        let a = call(&gw, "echo", json!({"message": format!("after {i}")})).await;
+        assert_eq!(
+            a.status, 200,
+            "call {i} after the first one went through: {}",
+            a.body
+        );
+    }
+    assert_eq!(gw.child_pids(), child, "the same child served them");
+    let starts = gw.logs().matches("started MCP server").count();
+    assert_eq!(starts, 2, "the first start and one restart:\n{}", gw.logs());
+}

@@ -76,7 +76,7 @@ impl Inner {
     async fn link_for(
         self: &std::sync::Arc<Self>,
         caller: Option<&Caller>,
-    ) -> Result<(Link, bool), ToolError> {
+    ) -> Result<(Link, Option<u64>), ToolError> {
         if let Some(caller) = caller
             && self.session_per_client
             && caller.downstream.is_session()
@@ -90,9 +90,9 @@ impl Inner {
                         self.name
                     ))
                 })?;
-            return Ok((link, false));
+            return Ok((link, None));
         }
-        let Some(peer) = self.current_peer() else {
+        let Some((peer, generation)) = self.current_connection() else {
             let why = self.current_status().error.unwrap_or_default();
             return Err(ToolError::Unavailable(format!(
                 "Dependency unavailable: MCP server '{}' is not connected: {why}",
@@ -105,7 +105,7 @@ impl Inner {
                 progress: self.progress.clone(),
                 callers: self.callers.clone(),
             },
-            true,
+            Some(generation),
         ))
     }
 
@@ -155,8 +155,8 @@ impl Inner {
                 }
             }
             Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
-                if shared {
-                    self.reconnect.notify_one();
+                if let Some(generation) = shared {
+                    self.connection_failed(generation);
                 }
                 Err(ToolError::Unavailable(format!(
                     "Dependency unavailable: MCP server '{}' connection lost during the call: {e}",

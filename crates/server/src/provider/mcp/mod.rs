@@ -60,6 +60,12 @@ pub(super) struct Inner {
     pub(super) refresh: Arc<Notify>,
     /// A call saw the connection fail (Streamable HTTP has no other way to tell).
     pub(super) reconnect: Notify,
+    /// Which shared connection is live: bumped, under the `peer` lock, at each connect.
+    pub(super) generation: std::sync::atomic::AtomicU64,
+    /// The newest connection a call saw fail. A failure of an older one (calls that were in
+    /// flight when it died) is no reason to drop the connection made since: one restart per
+    /// failure, however many calls saw it.
+    pub(super) failed_generation: std::sync::atomic::AtomicU64,
     /// Running calls whose caller wants progress (on the shared connection).
     pub(super) progress: ProgressRoutes,
     /// Running calls that came from an MCP client (on the shared connection).
@@ -104,6 +110,8 @@ impl McpProvider {
             }),
             refresh: Arc::new(Notify::new()),
             reconnect: Notify::new(),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            failed_generation: std::sync::atomic::AtomicU64::new(0),
             progress: ProgressRoutes::default(),
             callers: CallerRoutes::default(),
             downstreams: hooks.downstreams.clone(),

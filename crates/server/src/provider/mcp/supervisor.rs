@@ -4,6 +4,7 @@
 //! backoff.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use contract::{DependencyState, DependencyStatus, ToolSchema};
@@ -46,6 +47,20 @@ impl Inner {
     /// The live connection, if any.
     pub(super) fn current_peer(&self) -> Option<Peer<RoleClient>> {
         self.peer.read_unpoisoned().clone()
+    }
+
+    /// The live shared connection and its generation, read together.
+    pub(super) fn current_connection(&self) -> Option<(Peer<RoleClient>, u64)> {
+        let peer = self.peer.read_unpoisoned();
+        let generation = self.generation.load(Ordering::Acquire);
+        peer.clone().map(|p| (p, generation))
+    }
+
+    /// A call saw connection `generation` fail: reconnect, unless a newer one is already up.
+    pub(super) fn connection_failed(&self, generation: u64) {
+        self.failed_generation
+            .fetch_max(generation, Ordering::AcqRel);
+        self.reconnect.notify_one();
     }
 
     /// The dependency status as the supervisor last recorded it.
@@ -138,6 +153,7 @@ impl Inner {
     /// Runs until the connection closes or we are told to stop, refetching tools on request.
     async fn serve_until_ended(&self, running: RunningService<RoleClient, GatewayClient>) -> Ended {
         let peer = running.peer().clone();
+        let generation = self.generation.load(Ordering::Acquire);
         let cancel = running.cancellation_token();
         let mut waiting = std::pin::pin!(running.waiting());
         let mut checks = tokio::time::interval_at(
@@ -167,6 +183,10 @@ impl Inner {
                     return Ended::Stopped;
                 }
                 _ = self.reconnect.notified() => {
+                    if self.failed_generation.load(Ordering::Acquire) < generation {
+                        // Calls that failed on the connection before this one.
+                        continue;
+                    }
                     self.clear_peer();
                     cancel.cancel();
                     let _ = waiting.await;
@@ -210,7 +230,11 @@ impl Inner {
             "connected to MCP server ({})", self.endpoint.describe()
         );
         *self.tools.write_unpoisoned() = tools;
-        *self.peer.write_unpoisoned() = Some(peer);
+        {
+            let mut live = self.peer.write_unpoisoned();
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            *live = Some(peer);
+        }
         *self.status.write_unpoisoned() = DependencyStatus {
             status: DependencyState::Connected,
             response_time_ms: Some(took.as_millis() as u64),
