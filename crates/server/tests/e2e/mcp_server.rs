@@ -35,25 +35,9 @@ async fn real_client_round(transport: &str) {
     )
     .await;
     let url = gw.url(transport);
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(venv_python())
-            .arg(fixture("mcp_client.py"))
-            .arg(url)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let (seen, stderr) = run_python_with_stderr(vec![fixture("mcp_client.py"), url]).await;
     assert_eq!(seen["server_name"], "over-mcp");
     // Ending the session at exit is answered as the SDK expects (no warning).
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("Session termination failed"), "{stderr}");
     let rest: Vec<String> = get(&gw, "/tools").await.body["data"]["tools"]
         .as_array()

@@ -16,18 +16,23 @@ use testkit::{Killed, eventually, free_port, shipped_config, until};
 /// Runs a Python fixture program (with the venv that has the official MCP SDK) to its end and
 /// reads the JSON object it prints last; panics with its output when it fails.
 pub async fn run_python(args: Vec<String>) -> serde_json::Value {
+    run_python_with_stderr(args).await.0
+}
+
+/// [`run_python`], also answering what the program wrote on stderr.
+pub async fn run_python_with_stderr(args: Vec<String>) -> (serde_json::Value, String) {
     let out = tokio::task::spawn_blocking(move || {
         Command::new(venv_python()).args(&args).output().unwrap()
     })
     .await
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (
+        serde_json::from_str(stdout.lines().last().unwrap()).unwrap(),
+        stderr,
+    )
 }
 
 /// A file of crates/server/tests/fixtures.
