@@ -100,6 +100,12 @@ pub struct Meta {
     /// On INVALID_ARGUMENTS: every failing instance, by JSON pointer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_errors: Option<Vec<ValidationIssue>>,
+    /// Requests this client may still send at once under `security.rate_limit` (per minute);
+    /// on every answer to a request the rate limit counted (every route but /health and
+    /// /metrics, once the API key, if any, was accepted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub rate_limit_remaining: Option<u64>,
     /// On GET /health answering 503: the health report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthResponse>,

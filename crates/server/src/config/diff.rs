@@ -16,12 +16,13 @@ pub fn reusable(old: &ServiceConfig, new: &ServiceConfig) -> Vec<Option<usize>> 
         .collect()
 }
 
-/// Same entry, and the same dependency entry behind it.
+/// Same entry (but for `limits`, which admission reads on each call), and the same dependency
+/// entry behind it.
 fn same_provider(
     (old_service, old): (&ServiceConfig, &ProviderConfig),
     (new_service, new): (&ServiceConfig, &ProviderConfig),
 ) -> bool {
-    old == new
+    old.without_limits() == new.without_limits()
         && old.dependency().map(|d| old_service.dependency(d))
             == new.dependency().map(|d| new_service.dependency(d))
 }
@@ -197,6 +198,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_change_of_limits_restarts_nothing() {
+        let (providers, dependencies) = every_field();
+        let old = service(providers.clone(), dependencies.clone());
+        let mut limited = providers.clone();
+        for entry in limited.as_array_mut().unwrap() {
+            entry["limits"] = json!({"max_concurrent": 2, "timeout_ms": 100,
+                                     "tools": [{"tool": "*", "max_concurrent": 1}]});
+        }
+        assert_eq!(
+            reusable(&old, &service(limited, dependencies)),
+            [Some(0), Some(1), Some(2), Some(3)]
+        );
     }
 
     #[test]

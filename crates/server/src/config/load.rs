@@ -76,6 +76,9 @@ impl ServiceConfig {
     }
 
     fn validate_entry(&self, provider: &ProviderConfig) -> Result<(), String> {
+        if let ProviderConfig::Cypher(p) = provider {
+            p.limits.check_cypher()?;
+        }
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
             ProviderConfig::Mcp(_) => return Ok(()),
             ProviderConfig::Cypher(p) => (
@@ -272,7 +275,13 @@ mod tests {
             c.limits.call_timeout,
             std::time::Duration::from_millis(30_000)
         );
-        assert_eq!(c.security.rate_limit, 50_000);
+        assert_eq!(c.security.rate_limit, 1_000);
+        assert_eq!(c.limits.max_concurrent_calls, 64);
+        assert_eq!(c.limits.queue_depth, 256);
+        assert_eq!(
+            c.limits.queue_timeout,
+            std::time::Duration::from_millis(10_000)
+        );
         assert_eq!(
             c.monitoring.health_check_interval,
             std::time::Duration::from_secs(30)
@@ -346,6 +355,19 @@ mod tests {
             e.contains("dependency 'api' is http, a cypher provider needs bolt"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn limits_are_read_per_provider_and_a_cypher_timeout_is_capped() {
+        let entry = |limits: &str| format!("service: {{ name: docs, port: 8000 }}\ndependencies:\n  db: {{ kind: bolt, uri: \"bolt://h:1\" }}\nproviders:\n  - {{ name: a, kind: mcp, command: x, limits: {{ max_concurrent: 3, tools: [{{ tool: 'e*', rate_limit: 60 }}] }} }}\n  - name: q\n    kind: cypher\n    dependency: db\n    limits: {limits}\n    tools: [{{ name: t, description: d, input_schema: {{ type: object }}, query: \"RETURN 1\" }}]\n");
+        let c = parse(&entry("{ timeout_ms: 60000 }")).unwrap();
+        assert_eq!(c.providers[0].value.limits().max_concurrent, Some(3));
+        assert_eq!(c.providers[0].value.limits().tools[0].rate_limit, Some(60));
+        let e = parse(&entry("{ tools: [{ tool: t, timeout_ms: 60001 }] }")).unwrap_err();
+        assert!(e.starts_with("t.yaml:6:"), "{e}");
+        assert!(e.contains("timeout_ms may be at most 60000"), "{e}");
+        let e = parse(&entry("{ max_concurrent: 0 }")).unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod dependency;
 pub mod diff;
 mod env;
+mod limits;
 mod load;
 mod provider;
 pub mod query;
@@ -24,13 +25,16 @@ use serde_saphyr::Spanned;
 
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
+pub use self::limits::{
+    CYPHER_TOOL_DEFAULTS, LimitsSection, ProviderLimits, ResolvedToolLimits, ToolLimit,
+};
 pub use self::load::{ConfigError, check_distinct, load_dir};
 pub use self::provider::{
     CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
     McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
 };
 pub use self::types::{Port, ProviderName, ServiceName};
-use self::types::{as_millis, as_seconds, bytes, count, millis, seconds};
+use self::types::{as_seconds, count, seconds};
 
 /// One service's configuration file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -146,7 +150,8 @@ pub struct SecuritySection {
     /// the file.
     #[serde(default = "default_api_keys_env")]
     pub api_keys_env: String,
-    /// Requests per second the service accepts (token bucket, burst of the same size); at least 10.
+    /// Requests per minute one client may send (the API key's name when keys are on, else the
+    /// peer address); a client may spend a whole minute's allowance at once. At least 10.
     #[serde(default = "default_rate_limit", deserialize_with = "count::<_, 10>")]
     pub rate_limit: u64,
     /// Allowed browser origins; empty means any `http(s)://localhost|127.0.0.1|[::1]` on any port.
@@ -159,7 +164,7 @@ fn default_api_keys_env() -> String {
 }
 
 fn default_rate_limit() -> u64 {
-    50_000
+    1_000
 }
 
 impl Default for SecuritySection {
@@ -169,47 +174,6 @@ impl Default for SecuritySection {
             api_keys_env: default_api_keys_env(),
             rate_limit: default_rate_limit(),
             cors_origins: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsSection {
-    #[serde(default = "default_max_body", deserialize_with = "bytes::<_, 1>")]
-    pub max_body_bytes: usize,
-    #[serde(
-        default = "default_call_timeout",
-        rename = "call_timeout_ms",
-        deserialize_with = "millis::<_, 1>",
-        serialize_with = "as_millis"
-    )]
-    pub call_timeout: Duration,
-    #[serde(
-        default = "default_grace",
-        rename = "shutdown_grace_ms",
-        deserialize_with = "millis::<_, 0>",
-        serialize_with = "as_millis"
-    )]
-    pub shutdown_grace: Duration,
-}
-
-fn default_max_body() -> usize {
-    1_048_576
-}
-fn default_call_timeout() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_grace() -> Duration {
-    Duration::from_secs(5)
-}
-
-impl Default for LimitsSection {
-    fn default() -> Self {
-        LimitsSection {
-            max_body_bytes: default_max_body(),
-            call_timeout: default_call_timeout(),
-            shutdown_grace: default_grace(),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::limits::ProviderLimits;
 use super::types::{ProviderName, optional_text, text, text_map, texts};
 
 /// One provider of tools; `kind` selects the variant.
@@ -72,6 +73,28 @@ impl ProviderConfig {
             ProviderConfig::Http(p) => p.validate_output,
         }
     }
+
+    /// How many calls this provider and its tools take at once, and for how long.
+    pub fn limits(&self) -> &ProviderLimits {
+        match self {
+            ProviderConfig::Mcp(p) => &p.limits,
+            ProviderConfig::Cypher(p) => &p.limits,
+            ProviderConfig::Http(p) => &p.limits,
+        }
+    }
+
+    /// The entry without its `limits`: what a running provider is (limits apply at admission,
+    /// so changing them does not restart it).
+    pub fn without_limits(&self) -> ProviderConfig {
+        let mut entry = self.clone();
+        let limits = match &mut entry {
+            ProviderConfig::Mcp(p) => &mut p.limits,
+            ProviderConfig::Cypher(p) => &mut p.limits,
+            ProviderConfig::Http(p) => &mut p.limits,
+        };
+        *limits = ProviderLimits::default();
+        entry
+    }
 }
 
 /// `kind: mcp`.
@@ -88,6 +111,7 @@ pub struct McpProviderConfig {
     pub session_per_client: bool,
     /// Results checked against each tool's `outputSchema` (default strict).
     pub validate_output: OutputValidation,
+    pub limits: ProviderLimits,
 }
 
 /// How an MCP server is reached.
@@ -167,6 +191,8 @@ struct McpFields {
     session_per_client: bool,
     #[serde(default)]
     validate_output: OutputValidation,
+    #[serde(default)]
+    limits: ProviderLimits,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -226,6 +252,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             setup_hint: f.setup_hint,
             session_per_client: f.session_per_client,
             validate_output: f.validate_output,
+            limits: f.limits,
         })
     }
 }
@@ -243,6 +270,7 @@ impl From<McpProviderConfig> for McpFields {
             setup_hint: c.setup_hint,
             session_per_client: c.session_per_client,
             validate_output: c.validate_output,
+            limits: c.limits,
         };
         match c.transport {
             McpTransport::Stdio(s) => {
@@ -280,6 +308,8 @@ pub struct CypherProviderConfig {
     /// Results checked against each tool's `output_schema` (default strict).
     #[serde(default)]
     pub validate_output: OutputValidation,
+    #[serde(default)]
+    pub limits: ProviderLimits,
 }
 
 /// A Cypher query declared as a tool.
@@ -332,6 +362,8 @@ pub struct HttpProviderConfig {
     /// Results checked against each tool's `output_schema` (default strict).
     #[serde(default)]
     pub validate_output: OutputValidation,
+    #[serde(default)]
+    pub limits: ProviderLimits,
 }
 
 /// A call of the HTTP API declared as a tool.

@@ -13,9 +13,11 @@ use contract::ErrorCode;
 
 use super::reply::Reply;
 use crate::service::Service;
+use crate::service::rate_limit::Client;
 use crate::service::lifecycle::Phase;
 
 pub(super) const HEALTH: &str = "/health";
+pub(super) const METRICS: &str = "/metrics";
 
 /// Seconds a client should wait while the service is initializing or draining.
 const RETRY_WHILE_STARTING: u64 = 1;
@@ -42,7 +44,7 @@ pub async fn lifecycle_gate(
 
 pub async fn api_key(
     State(service): State<Arc<Service>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let settings = service.settings();
@@ -61,15 +63,22 @@ pub async fn api_key(
                     .ok()?
                     .strip_prefix("Bearer ")
             });
-        let accepted = presented
-            .is_some_and(|key| settings.api_keys.iter().any(|k| same_secret(k, key.trim())));
-        if !accepted {
+        let accepted = presented.and_then(|key| {
+            settings
+                .api_keys
+                .iter()
+                .position(|k| same_secret(k, key.trim()))
+        });
+        let Some(position) = accepted else {
             return Reply::error(
                 ErrorCode::Unauthorized,
                 "Missing or invalid API key (send X-API-Key: <key> or Authorization: Bearer <key>)",
             )
             .into_response();
-        }
+        };
+        request
+            .extensions_mut()
+            .insert(Client::of_key(position));
     }
     next.run(request).await
 }

@@ -87,6 +87,7 @@ impl From<CallFailure> for Reply {
     fn from(failure: CallFailure) -> Reply {
         let mut reply = Reply::error(failure.code, failure.message);
         reply.meta.validation_errors = failure.validation_errors;
+        reply.retry_after = failure.retry_after;
         reply
     }
 }

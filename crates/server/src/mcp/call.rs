@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::errors::{error_for, jsonrpc};
 use super::handler::McpBridge;
 use crate::provider::mcp::downstream::{CALLER, Caller};
+use crate::service::rate_limit::Client;
 
 /// How long an answer waits for the call's last progress reports to be sent.
 const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
@@ -29,9 +30,11 @@ impl McpBridge {
         self.seen(&context);
         let request_id = uuid::Uuid::new_v4().to_string();
         let invocation_id = uuid::Uuid::new_v4().to_string();
-        let session_id = context
-            .extensions
-            .get::<axum::http::request::Parts>()
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let client = parts
+            .and_then(|parts| parts.extensions.get::<Client>().cloned())
+            .unwrap_or_else(Client::unknown);
+        let session_id = parts
             .and_then(|parts| {
                 parts
                     .headers
@@ -56,7 +59,13 @@ impl McpBridge {
         let call = CALLER.scope(
             caller.clone(),
             self.service
-                .call_tool(&request.name, arguments, &request_id, progress),
+                .call_tool(
+                    &request.name,
+                    arguments,
+                    &request_id,
+                    client.as_str(),
+                    progress,
+                ),
         );
         // notifications/cancelled from the client drops the call, and with it the upstream
         // request (which rmcp cancels on drop).

@@ -65,12 +65,18 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::ToolError,
             "Tool '{tool}' did not answer within {ms} ms; the call was cancelled",
         ),
-        Code::Unauthorized
-        | Code::NotFound
-        | Code::MethodNotAllowed
-        | Code::PayloadTooLarge
-        | Code::RateLimited
-        | Code::ServiceUnavailable => (
+        // Refused inside tools/call (a tool's rate limit, admission): the model reads when to
+        // try again; `retry_after` is in the data. Refused before JSON-RPC (the per-client rate
+        // limit, a draining service), the HTTP layer answers the envelope with 429/503.
+        Code::RateLimited => (
+            McpAnswer::ToolError,
+            "Rate limit of {n} calls of tool '{tool}' per minute exceeded; retry after {s} s",
+        ),
+        Code::ServiceUnavailable => (
+            McpAnswer::ToolError,
+            "Tool '{tool}' was not admitted: {why}; retry after {s} s",
+        ),
+        Code::Unauthorized | Code::NotFound | Code::MethodNotAllowed | Code::PayloadTooLarge => (
             McpAnswer::Http,
             "the envelope, with the HTTP status of the code",
         ),
@@ -94,6 +100,9 @@ pub(super) fn error_for(
     let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
     if let Some(issues) = &failure.validation_errors {
         data["validation_errors"] = json!(issues);
+    }
+    if let Some(seconds) = failure.retry_after {
+        data["retry_after"] = json!(seconds);
     }
     match mcp_mapping(failure.code).0 {
         McpAnswer::ToolError => {
@@ -146,10 +155,10 @@ mod tests {
                 (Code::NotFound, Http),
                 (Code::MethodNotAllowed, Http),
                 (Code::PayloadTooLarge, Http),
-                (Code::RateLimited, Http),
+                (Code::RateLimited, ToolError),
                 (Code::ExecutionError, ToolError),
                 (Code::InternalError, JsonRpc(jsonrpc::INTERNAL_ERROR)),
-                (Code::ServiceUnavailable, Http),
+                (Code::ServiceUnavailable, ToolError),
                 (Code::Timeout, ToolError),
             ]
         );
@@ -161,6 +170,7 @@ mod tests {
             code,
             message: "m".into(),
             validation_errors: None,
+            retry_after: None,
         };
         match error_for(failure(Code::Timeout), "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
@@ -177,6 +187,7 @@ mod tests {
                 path: "/a".into(),
                 message: "\"one\" is not of type \"number\"".into(),
             }]),
+            retry_after: None,
         };
         match error_for(invalid, "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
@@ -203,6 +214,17 @@ mod tests {
                 let meta = r.meta.unwrap();
                 assert_eq!(meta.0[ERROR_META_KEY]["code"], "EXECUTION_ERROR");
                 assert_eq!(meta.0[ERROR_META_KEY]["retryable"], true);
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut refused = failure(Code::ServiceUnavailable);
+        refused.retry_after = Some(1);
+        match error_for(refused, "rid", false) {
+            Ok(CallToolResponse::Complete(r)) => {
+                assert_eq!(r.is_error, Some(true));
+                let data = &r.meta.unwrap().0[ERROR_META_KEY];
+                assert_eq!(data["code"], "SERVICE_UNAVAILABLE");
+                assert_eq!(data["retry_after"], 1);
             }
             other => panic!("{other:?}"),
         }

@@ -1,5 +1,6 @@
-//! One tool call: look the tool up, validate its arguments against the compiled schema, run it
-//! on its provider within the call timeout, and say why when it fails.
+//! One tool call: look the tool up, validate its arguments against the compiled schema, apply
+//! the tool's rate limit, be admitted ([`super::admission`]), run it on its provider within the
+//! tool's timeout, and say why when it fails.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use contract::{ErrorCode, ValidationIssue};
 use serde_json::Value;
 
 use super::Service;
+use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
 use crate::provider::{CallContext, JsonObject, ProgressSink};
@@ -18,6 +20,8 @@ pub struct CallFailure {
     pub code: ErrorCode,
     pub message: String,
     pub validation_errors: Option<Vec<ValidationIssue>>,
+    /// Seconds to wait before trying again (RATE_LIMITED, SERVICE_UNAVAILABLE).
+    pub retry_after: Option<u64>,
 }
 
 impl CallFailure {
@@ -26,7 +30,13 @@ impl CallFailure {
             code,
             message,
             validation_errors: None,
+            retry_after: None,
         }
+    }
+
+    fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 }
 
@@ -47,12 +57,14 @@ impl Drop for ActiveCall<'_> {
 }
 
 impl Service {
-    /// Validates and runs one tool call within the configured timeout.
+    /// Validates, admits and runs one tool call within its timeout. `client` names the caller
+    /// for the tool's rate limit (an API key's name or a peer address).
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: JsonObject,
         request_id: &str,
+        client: &str,
         progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
@@ -80,12 +92,35 @@ impl Service {
                     issues.len()
                 ),
                 validation_errors: Some(issues),
+                retry_after: None,
             });
         }
         let Value::Object(arguments) = arguments else {
             unreachable!("built from an object above")
         };
-        let timeout = self.settings().config.limits.call_timeout;
+        let settings = self.settings();
+        let plan = toolset.plans.get(tool);
+        let timeout = plan.map_or(settings.config.limits.call_timeout, |p| p.limits.timeout);
+        if let Some(per_minute) = plan.and_then(|p| p.limits.rate_limit) {
+            let decision = self.rate_limiter.take(&format!("{client}\u{1f}{tool}"), per_minute);
+            if !decision.allowed {
+                return Err(CallFailure::new(
+                    ErrorCode::RateLimited,
+                    format!("Rate limit of {per_minute} calls of tool '{tool}' per minute exceeded; retry after {} s", decision.retry_after),
+                )
+                .retry_after(decision.retry_after));
+            }
+        }
+        let bounds = QueueBounds {
+            depth: settings.config.limits.queue_depth,
+            timeout: settings.config.limits.queue_timeout,
+        };
+        let gates = plan.map(|p| p.gates.clone()).unwrap_or_default();
+        let _admitted = self
+            .admission
+            .admit(&gates, bounds)
+            .await
+            .map_err(|refusal| refused(tool, &refusal))?;
         let cx = CallContext {
             request_id: request_id.to_owned(),
             timeout,
@@ -111,6 +146,16 @@ impl Service {
             )),
         }
     }
+}
+
+/// A call not admitted: 503 with `Retry-After`, saying where it waited.
+fn refused(tool: &str, refusal: &Refusal) -> CallFailure {
+    tracing::warn!(tool, scope = refusal.scope().as_str(), "call not admitted: {refusal}");
+    CallFailure::new(
+        ErrorCode::ServiceUnavailable,
+        format!("Tool '{tool}' was not admitted: {refusal}; retry after {RETRY_AFTER_SECONDS} s"),
+    )
+    .retry_after(RETRY_AFTER_SECONDS)
 }
 
 /// The result as the tool's output schema allows it: a violation is EXECUTION_ERROR naming

@@ -5,6 +5,7 @@
 //! This is the state of the service's routers. Everything a request reads is behind an `Arc`
 //! swapped as a whole on change, so a request sees one consistent tool set.
 
+pub mod admission;
 mod call;
 mod health;
 pub mod lifecycle;
@@ -21,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 pub use self::call::CallFailure;
+use self::admission::Admission;
 use self::health::LastChecks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::rate_limit::RateLimiter;
@@ -57,7 +59,10 @@ pub struct Service {
     pub name: String,
     pub version: String,
     pub lifecycle: Lifecycle,
+    /// Requests per client (every route but /health), and calls per client and tool.
     pub rate_limiter: RateLimiter,
+    /// Which calls run now, which wait, which are refused.
+    pub admission: Admission,
     started: Instant,
     settings: RwLock<Arc<Settings>>,
     toolset: RwLock<Arc<ToolSet>>,
@@ -98,9 +103,18 @@ impl Service {
             downstreams: downstreams.clone(),
         };
         let built = build_providers(&config, None, &hooks)?;
-        let toolset = ToolSet::new(&name, &version, &config, built, ToolRegistry::default());
+        let admission = Admission::new(config.limits.max_concurrent_calls);
+        let toolset = ToolSet::new(
+            &name,
+            &version,
+            &config,
+            built,
+            ToolRegistry::default(),
+            &admission,
+        );
         Ok(Arc::new(Service {
-            rate_limiter: RateLimiter::new(config.security.rate_limit),
+            rate_limiter: RateLimiter::default(),
+            admission,
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
             toolset: RwLock::new(Arc::new(toolset)),
@@ -182,6 +196,7 @@ impl Service {
             &self.settings().config,
             providers,
             registry,
+            &self.admission,
         );
         *self.toolset.write_unpoisoned() = Arc::new(toolset);
         if changed {
@@ -219,7 +234,8 @@ impl Service {
                 conflict,
             });
         }
-        self.rate_limiter.set_rate(config.security.rate_limit);
+        self.admission
+            .set_service_limit(config.limits.max_concurrent_calls);
         *self.settings.write_unpoisoned() = Arc::new(Settings::new(config));
         self.install(providers.clone(), registry);
         let removed: Vec<Arc<dyn Provider>> = old_providers

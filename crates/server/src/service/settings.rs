@@ -1,14 +1,14 @@
 //! The settings a request reads (the configuration and what is derived from it once, such as
 //! the accepted API keys), replaced as a whole on reload.
 
-use std::collections::HashSet;
-
 use crate::config::ServiceConfig;
 
 /// The settings a request reads, replaced together on reload.
 pub struct Settings {
     pub config: ServiceConfig,
-    pub api_keys: HashSet<String>,
+    /// The accepted keys in the order the variable lists them; a key's client name is
+    /// `key-<position>`, so logs and rate limits can tell callers apart without the secret.
+    pub api_keys: Vec<String>,
 }
 
 impl Settings {
@@ -22,7 +22,7 @@ impl Settings {
                 .map(str::to_owned)
                 .collect()
         } else {
-            HashSet::new()
+            Vec::new()
         };
         if config.security.api_keys_enabled && api_keys.is_empty() {
             tracing::warn!(

@@ -2,6 +2,7 @@
 //! change of the list: the registry (lookup and compiled validators), GET /tools's `data`, MCP
 //! `tools/list`, and the per-service OpenAPI document.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use contract::service_document::{Limits, Publication, server_url, service_document};
@@ -9,8 +10,9 @@ use contract::{ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
+use super::admission::{Admission, CallGates, Scope};
 use super::registry::ToolRegistry;
-use crate::config::ServiceConfig;
+use crate::config::{ProviderConfig, ResolvedToolLimits, ServiceConfig};
 use crate::provider::Provider;
 
 /// The providers and what was derived from their tools, replaced together.
@@ -22,6 +24,15 @@ pub(super) struct ToolSet {
     pub tools_data: Arc<Value>,
     /// The same tools as MCP `tools/list` answers them, also built once per tool list.
     pub mcp_tools: Arc<Vec<rmcp::model::Tool>>,
+    /// Each tool's limits and the gates its calls pass, resolved once per change.
+    pub plans: HashMap<String, CallPlan>,
+}
+
+/// How a call of one tool is admitted and bounded.
+#[derive(Clone)]
+pub struct CallPlan {
+    pub limits: ResolvedToolLimits,
+    pub gates: CallGates,
 }
 
 impl ToolSet {
@@ -32,6 +43,7 @@ impl ToolSet {
         config: &ServiceConfig,
         providers: Vec<Arc<dyn Provider>>,
         registry: ToolRegistry,
+        admission: &Admission,
     ) -> ToolSet {
         let limits = Limits {
             max_body_bytes: config.limits.max_body_bytes as u64,
@@ -48,10 +60,57 @@ impl ToolSet {
             openapi: Arc::new(service_document(&publication, registry.tools())),
             tools_data: Arc::new(tools_data(name, version, registry.tools())),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
+            plans: plans(name, config, &registry, admission),
             providers,
             registry,
         }
     }
+}
+
+/// Every tool's limits from its provider's entry, with the gates they need; a tool rule that
+/// matches none of its provider's tools is logged (a typo would otherwise limit nothing).
+fn plans(
+    service: &str,
+    config: &ServiceConfig,
+    registry: &ToolRegistry,
+    admission: &Admission,
+) -> HashMap<String, CallPlan> {
+    let mut plans = HashMap::new();
+    for entry in config.provider_entries() {
+        let limits = entry.limits();
+        let provider = entry.name().as_str();
+        let cypher = matches!(entry, ProviderConfig::Cypher(_));
+        let provider_gate = admission.gate(Scope::Provider, provider, limits.max_concurrent);
+        let tools: Vec<&str> = registry
+            .tools()
+            .iter()
+            .filter(|t| registry.get(&t.name).is_some_and(|r| r.provider.name() == provider))
+            .map(|t| t.name.as_str())
+            .collect();
+        for rule in &limits.tools {
+            let matched = tools
+                .iter()
+                .any(|t| limits.rule_for(t).is_some_and(|r| std::ptr::eq(r, rule)));
+            if !matched && !tools.is_empty() {
+                tracing::warn!(service, provider, rule = %rule.tool, "limits.tools rule matches none of the provider's tools (or only tools an earlier rule took)");
+            }
+        }
+        for tool in tools {
+            let resolved = limits.resolve(tool, cypher, config.limits.call_timeout);
+            let gates = CallGates {
+                tool: admission.gate(Scope::Tool, tool, resolved.tool_max_concurrent),
+                provider: provider_gate.clone(),
+            };
+            plans.insert(
+                tool.to_owned(),
+                CallPlan {
+                    limits: resolved,
+                    gates,
+                },
+            );
+        }
+    }
+    plans
 }
 
 /// GET /tools's `data`: the service, its version and its tools.

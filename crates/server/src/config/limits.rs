@@ -1,0 +1,316 @@
+//! How much a service takes on: the service's `limits` section (body size, call timeout,
+//! admission: concurrent calls and the queue before them) and a provider's `limits` (its own
+//! concurrency and timeout, and per-tool rules matched by name or glob).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::types::{
+    as_millis, as_optional_millis, bytes, count, millis, optional_count, optional_millis, text,
+};
+
+/// The service's `limits` section.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    #[serde(default = "default_max_body", deserialize_with = "bytes::<_, 1>")]
+    pub max_body_bytes: usize,
+    /// A call's timeout unless its provider or tool sets one.
+    #[serde(
+        default = "default_call_timeout",
+        rename = "call_timeout_ms",
+        deserialize_with = "millis::<_, 1>",
+        serialize_with = "as_millis"
+    )]
+    pub call_timeout: Duration,
+    #[serde(
+        default = "default_grace",
+        rename = "shutdown_grace_ms",
+        deserialize_with = "millis::<_, 0>",
+        serialize_with = "as_millis"
+    )]
+    pub shutdown_grace: Duration,
+    /// Tool calls (REST and MCP together) running at once; more wait in the queue.
+    #[serde(default = "default_max_concurrent_calls", deserialize_with = "count::<_, 1>")]
+    pub max_concurrent_calls: u64,
+    /// Calls allowed to wait for a slot (of the service, their provider or their tool); one
+    /// more is answered 503 at once.
+    #[serde(default = "default_queue_depth", deserialize_with = "count::<_, 0>")]
+    pub queue_depth: u64,
+    /// How long a call may wait in the queue before it is answered 503.
+    #[serde(
+        default = "default_queue_timeout",
+        rename = "queue_timeout_ms",
+        deserialize_with = "millis::<_, 1>",
+        serialize_with = "as_millis"
+    )]
+    pub queue_timeout: Duration,
+}
+
+fn default_max_body() -> usize {
+    1_048_576
+}
+fn default_call_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_grace() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_max_concurrent_calls() -> u64 {
+    64
+}
+fn default_queue_depth() -> u64 {
+    256
+}
+fn default_queue_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        LimitsSection {
+            max_body_bytes: default_max_body(),
+            call_timeout: default_call_timeout(),
+            shutdown_grace: default_grace(),
+            max_concurrent_calls: default_max_concurrent_calls(),
+            queue_depth: default_queue_depth(),
+            queue_timeout: default_queue_timeout(),
+        }
+    }
+}
+
+/// A provider's `limits`: all its calls together, and rules for some of its tools.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderLimits {
+    /// Calls of this provider's tools running at once.
+    #[serde(
+        default,
+        deserialize_with = "optional_count::<_, 1>",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_concurrent: Option<u64>,
+    /// The timeout of this provider's calls (default: `limits.call_timeout_ms`).
+    #[serde(
+        default,
+        rename = "timeout_ms",
+        deserialize_with = "optional_millis::<_, 1>",
+        serialize_with = "as_optional_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+    /// Per-tool rules; the first whose `tool` matches a tool's name applies to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolLimit>,
+}
+
+/// The limits of the tools whose names match `tool` (a name, or a glob with `*` and `?`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolLimit {
+    #[serde(deserialize_with = "text")]
+    pub tool: String,
+    /// Calls of one such tool running at once.
+    #[serde(
+        default,
+        deserialize_with = "optional_count::<_, 1>",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_concurrent: Option<u64>,
+    #[serde(
+        default,
+        rename = "timeout_ms",
+        deserialize_with = "optional_millis::<_, 1>",
+        serialize_with = "as_optional_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+    /// Calls of one such tool per minute per client, on top of `security.rate_limit`.
+    #[serde(
+        default,
+        deserialize_with = "optional_count::<_, 1>",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rate_limit: Option<u64>,
+}
+
+/// The limits one tool runs under, resolved from its provider's `limits` and the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedToolLimits {
+    pub tool_max_concurrent: Option<u64>,
+    pub provider_max_concurrent: Option<u64>,
+    pub timeout: Duration,
+    pub rate_limit: Option<u64>,
+}
+
+/// The defaults of a tool of a `cypher` provider (the RAG tools' resource limits): 5 queries
+/// at once, 30 s each; and the most a timeout may be set to.
+pub struct CypherToolDefaults {
+    pub max_concurrent: u64,
+    pub timeout: Duration,
+    pub max_timeout: Duration,
+}
+
+pub const CYPHER_TOOL_DEFAULTS: CypherToolDefaults = CypherToolDefaults {
+    max_concurrent: 5,
+    timeout: Duration::from_secs(30),
+    max_timeout: Duration::from_secs(60),
+};
+
+impl ProviderLimits {
+    /// The first rule matching `tool`.
+    pub fn rule_for(&self, tool: &str) -> Option<&ToolLimit> {
+        self.tools.iter().find(|r| wildcard_match(&r.tool, tool))
+    }
+
+    /// The limits of `tool`: its rule, else the provider's, else the defaults (the service's
+    /// timeout; for a cypher tool, [`CYPHER_TOOL_DEFAULTS`]).
+    pub fn resolve(&self, tool: &str, cypher: bool, call_timeout: Duration) -> ResolvedToolLimits {
+        let rule = self.rule_for(tool);
+        let default_timeout = if cypher {
+            CYPHER_TOOL_DEFAULTS.timeout
+        } else {
+            call_timeout
+        };
+        ResolvedToolLimits {
+            tool_max_concurrent: rule
+                .and_then(|r| r.max_concurrent)
+                .or(cypher.then_some(CYPHER_TOOL_DEFAULTS.max_concurrent)),
+            provider_max_concurrent: self.max_concurrent,
+            timeout: rule
+                .and_then(|r| r.timeout)
+                .or(self.timeout)
+                .unwrap_or(default_timeout),
+            rate_limit: rule.and_then(|r| r.rate_limit),
+        }
+    }
+
+    /// For a cypher provider: no timeout above [`CypherToolDefaults::max_timeout`].
+    pub fn check_cypher(&self) -> Result<(), String> {
+        let max = CYPHER_TOOL_DEFAULTS.max_timeout;
+        let too_long = |t: Option<Duration>| t.is_some_and(|t| t > max);
+        if too_long(self.timeout) {
+            return Err(format!(
+                "limits.timeout_ms may be at most {} for a cypher provider",
+                max.as_millis()
+            ));
+        }
+        if let Some(rule) = self.tools.iter().find(|r| too_long(r.timeout)) {
+            return Err(format!(
+                "limits.tools '{}': timeout_ms may be at most {} for a cypher provider",
+                rule.tool,
+                max.as_millis()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of characters and `?` for
+/// one character; anything else matches itself.
+pub fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Greedy with one backtrack point: the last `*` seen and where it started matching.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        for (pattern, name) in [
+            ("echo", "echo"),
+            ("*", "anything"),
+            ("*", ""),
+            ("find_*", "find_callers"),
+            ("find_*", "find_"),
+            ("*_file", "read_file"),
+            ("a*b*c", "aXXbYYc"),
+            ("a*b*c", "abbbc"),
+            ("get-?", "get-x"),
+            ("*-*-*", "a-b-c-d"),
+        ] {
+            assert!(wildcard_match(pattern, name), "{pattern} ~ {name}");
+        }
+        for (pattern, name) in [
+            ("echo", "echo2"),
+            ("echo", "ech"),
+            ("find_*", "finder"),
+            ("*_file", "read_files"),
+            ("a*b*c", "aXXbYY"),
+            ("get-?", "get-xy"),
+            ("?", ""),
+        ] {
+            assert!(!wildcard_match(pattern, name), "{pattern} !~ {name}");
+        }
+    }
+
+    fn limits(yaml: &str) -> ProviderLimits {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_first_matching_rule_wins_then_the_provider_then_the_defaults() {
+        let l = limits(
+            "max_concurrent: 8\ntimeout_ms: 2000\ntools:\n  - { tool: echo, max_concurrent: 1, rate_limit: 60 }\n  - { tool: 'e*', timeout_ms: 500 }\n",
+        );
+        let thirty = Duration::from_secs(30);
+        let echo = l.resolve("echo", false, thirty);
+        assert_eq!(echo.tool_max_concurrent, Some(1));
+        assert_eq!(echo.provider_max_concurrent, Some(8));
+        // The first rule matched and sets no timeout: the provider's applies, not the second rule's.
+        assert_eq!(echo.timeout, Duration::from_millis(2000));
+        assert_eq!(echo.rate_limit, Some(60));
+        let env = l.resolve("env", false, thirty);
+        assert_eq!(env.tool_max_concurrent, None);
+        assert_eq!(env.timeout, Duration::from_millis(500));
+        let other = ProviderLimits::default().resolve("x", false, thirty);
+        assert_eq!(other.timeout, thirty);
+        assert_eq!(other.tool_max_concurrent, None);
+    }
+
+    #[test]
+    fn cypher_tools_default_to_five_at_once_and_thirty_seconds() {
+        let resolved = ProviderLimits::default().resolve("q", true, Duration::from_secs(99));
+        assert_eq!(resolved.tool_max_concurrent, Some(5));
+        assert_eq!(resolved.timeout, Duration::from_secs(30));
+        assert!(limits("timeout_ms: 60000\n").check_cypher().is_ok());
+        assert!(limits("timeout_ms: 60001\n").check_cypher().is_err());
+        let err = limits("tools: [{ tool: q, timeout_ms: 90000 }]\n")
+            .check_cypher()
+            .unwrap_err();
+        assert!(err.contains("'q'") && err.contains("60000"), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_out_of_range_fields_are_refused() {
+        assert!(serde_saphyr::from_str::<ProviderLimits>("max_concurent: 2\n").is_err());
+        assert!(serde_saphyr::from_str::<ProviderLimits>("max_concurrent: 0\n").is_err());
+        assert!(serde_saphyr::from_str::<ProviderLimits>("tools: [{ max_concurrent: 1 }]\n").is_err());
+    }
+}

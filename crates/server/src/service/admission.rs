@@ -1,0 +1,327 @@
+//! Admission control: which tool calls run now, which wait, which are turned away.
+//!
+//! A call needs a slot of its tool (when limited), of its provider (when limited) and of the
+//! service (`limits.max_concurrent_calls`), taken in that order so two calls never wait on
+//! each other. A call that cannot have all three at once waits in one bounded FIFO queue
+//! (`limits.queue_depth` calls at most, each for `limits.queue_timeout_ms` at most); past
+//! either bound it is refused with a reason the HTTP and MCP surfaces answer as 503.
+//!
+//! Gates are kept across tool-list rebuilds and reloads as long as their limit is unchanged,
+//! so a rebuild never hands out a fresh set of slots while the old ones are still held.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::sync::Unpoisoned;
+
+/// Where a call waited when it was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Service,
+    Provider,
+    Tool,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Service => "service",
+            Scope::Provider => "provider",
+            Scope::Tool => "tool",
+        }
+    }
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the queue is full ({depth} calls already wait for a slot)")]
+    QueueFull { depth: u64 },
+    #[error(
+        "no free slot of the {} within {} ms (limit {limit} at once)",
+        scope.as_str(),
+        waited.as_millis()
+    )]
+    Waited {
+        scope: Scope,
+        limit: u64,
+        waited: Duration,
+    },
+}
+
+impl Refusal {
+    /// Where the call was when refused: the queue (full) or the gate it waited at.
+    pub fn scope(&self) -> Scope {
+        match self {
+            Refusal::QueueFull { .. } => Scope::Service,
+            Refusal::Waited { scope, .. } => *scope,
+        }
+    }
+}
+
+/// Seconds a refused client is told to wait: long enough for running calls to finish their
+/// slot, short enough that a retry is not late.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
+
+/// `limit` slots, shared by every call that needs them.
+pub struct Gate {
+    limit: u64,
+    slots: Arc<Semaphore>,
+}
+
+impl Gate {
+    fn new(limit: u64) -> Arc<Gate> {
+        let permits = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS);
+        Arc::new(Gate {
+            limit,
+            slots: Arc::new(Semaphore::new(permits)),
+        })
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
+/// The gates a call of one tool passes, resolved once per tool-list change.
+#[derive(Clone, Default)]
+pub struct CallGates {
+    pub tool: Option<Arc<Gate>>,
+    pub provider: Option<Arc<Gate>>,
+}
+
+/// The queue's bounds, read from the settings on each call (a reload applies at once).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueBounds {
+    pub depth: u64,
+    pub timeout: Duration,
+}
+
+/// The slots a running call holds; dropping it frees them.
+pub struct Admitted {
+    _slots: [Option<OwnedSemaphorePermit>; 3],
+    /// How long the call waited in the queue.
+    pub queued_for: Duration,
+}
+
+pub struct Admission {
+    service: RwLock<Arc<Gate>>,
+    /// Tool and provider gates by `tool:NAME` / `provider:NAME`.
+    gates: Mutex<HashMap<String, Arc<Gate>>>,
+    waiting: AtomicU64,
+}
+
+impl Admission {
+    pub fn new(max_concurrent_calls: u64) -> Self {
+        Admission {
+            service: RwLock::new(Gate::new(max_concurrent_calls)),
+            gates: Mutex::new(HashMap::new()),
+            waiting: AtomicU64::new(0),
+        }
+    }
+
+    /// Applies a reloaded `max_concurrent_calls`; calls already running keep their slots.
+    pub fn set_service_limit(&self, limit: u64) {
+        let mut gate = self.service.write_unpoisoned();
+        if gate.limit != limit {
+            *gate = Gate::new(limit);
+        }
+    }
+
+    /// The gate of a tool or provider with this limit: the running one when its limit is
+    /// unchanged, else a new one.
+    pub fn gate(&self, scope: Scope, name: &str, limit: Option<u64>) -> Option<Arc<Gate>> {
+        let key = format!("{}:{name}", scope.as_str());
+        let mut gates = self.gates.write_unpoisoned();
+        let Some(limit) = limit else {
+            gates.remove(&key);
+            return None;
+        };
+        let gate = gates
+            .entry(key)
+            .and_modify(|g| {
+                if g.limit != limit {
+                    *g = Gate::new(limit);
+                }
+            })
+            .or_insert_with(|| Gate::new(limit));
+        Some(gate.clone())
+    }
+
+    /// Calls waiting for a slot now.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Takes the call's slots, waiting in the queue when one is taken; or says why not.
+    pub async fn admit(&self, gates: &CallGates, bounds: QueueBounds) -> Result<Admitted, Refusal> {
+        let service = self.service.read_unpoisoned().clone();
+        let order = [
+            (Scope::Tool, gates.tool.clone()),
+            (Scope::Provider, gates.provider.clone()),
+            (Scope::Service, Some(service)),
+        ];
+        if let Some(slots) = try_all(&order) {
+            return Ok(Admitted {
+                _slots: slots,
+                queued_for: Duration::ZERO,
+            });
+        }
+        let Some(_place) = QueuePlace::take(&self.waiting, bounds.depth) else {
+            return Err(Refusal::QueueFull {
+                depth: bounds.depth,
+            });
+        };
+        let started = tokio::time::Instant::now();
+        let deadline = started + bounds.timeout;
+        let mut slots: [Option<OwnedSemaphorePermit>; 3] = [None, None, None];
+        for (i, (scope, gate)) in order.iter().enumerate() {
+            let Some(gate) = gate else { continue };
+            match tokio::time::timeout_at(deadline, gate.slots.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => slots[i] = Some(permit),
+                // A gate's semaphore is never closed; treat it as a full one.
+                Ok(Err(_)) | Err(_) => {
+                    return Err(Refusal::Waited {
+                        scope: *scope,
+                        limit: gate.limit,
+                        waited: started.elapsed(),
+                    });
+                }
+            }
+        }
+        Ok(Admitted {
+            _slots: slots,
+            queued_for: started.elapsed(),
+        })
+    }
+}
+
+/// Every slot at once without waiting, or none.
+fn try_all(order: &[(Scope, Option<Arc<Gate>>); 3]) -> Option<[Option<OwnedSemaphorePermit>; 3]> {
+    let mut slots: [Option<OwnedSemaphorePermit>; 3] = [None, None, None];
+    for (i, (_, gate)) in order.iter().enumerate() {
+        if let Some(gate) = gate {
+            slots[i] = Some(gate.slots.clone().try_acquire_owned().ok()?);
+        }
+    }
+    Some(slots)
+}
+
+/// A place in the queue, given back when the call stops waiting.
+struct QueuePlace<'a>(&'a AtomicU64);
+
+impl<'a> QueuePlace<'a> {
+    fn take(waiting: &'a AtomicU64, depth: u64) -> Option<Self> {
+        waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < depth).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| QueuePlace(waiting))
+    }
+}
+
+impl Drop for QueuePlace<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(depth: u64, timeout_ms: u64) -> QueueBounds {
+        QueueBounds {
+            depth,
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn beyond_the_slots_calls_queue_in_order_and_beyond_the_queue_they_are_refused() {
+        let admission = Arc::new(Admission::new(1));
+        let none = CallGates::default();
+        let first = admission.admit(&none, bounds(1, 1000)).await.unwrap();
+        assert_eq!(first.queued_for, Duration::ZERO);
+        // The second waits in the queue (depth 1) ...
+        let second = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.admit(&CallGates::default(), bounds(1, 1000)).await }
+        });
+        while admission.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        // ... so a third finds the queue full at once.
+        assert_eq!(
+            admission.admit(&none, bounds(1, 1000)).await.err(),
+            Some(Refusal::QueueFull { depth: 1 })
+        );
+        tokio::time::advance(Duration::from_millis(300)).await;
+        drop(first);
+        let second = second.await.unwrap().unwrap();
+        assert_eq!(second.queued_for, Duration::from_millis(300));
+        assert_eq!(admission.waiting(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_no_longer_than_the_queue_timeout_and_says_where_it_waited() {
+        let admission = Admission::new(10);
+        let tool = admission.gate(Scope::Tool, "slow", Some(1));
+        let gates = CallGates { tool, provider: None };
+        let _running = admission.admit(&gates, bounds(5, 250)).await.unwrap();
+        let refused = admission.admit(&gates, bounds(5, 250)).await.err().unwrap();
+        assert_eq!(
+            refused,
+            Refusal::Waited {
+                scope: Scope::Tool,
+                limit: 1,
+                waited: Duration::from_millis(250)
+            }
+        );
+        assert_eq!(admission.waiting(), 0, "the place in the queue is given back");
+        // Other tools are not held up by the full one.
+        assert!(admission
+            .admit(&CallGates::default(), bounds(5, 250))
+            .await
+            .is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_queue_of_zero_refuses_as_soon_as_the_slots_are_taken() {
+        let admission = Admission::new(1);
+        let none = CallGates::default();
+        let _running = admission.admit(&none, bounds(0, 1000)).await.unwrap();
+        assert!(matches!(
+            admission.admit(&none, bounds(0, 1000)).await,
+            Err(Refusal::QueueFull { depth: 0 })
+        ));
+    }
+
+    #[test]
+    fn gates_survive_a_rebuild_unless_their_limit_changes() {
+        let admission = Admission::new(1);
+        let a = admission.gate(Scope::Provider, "p", Some(2)).unwrap();
+        let b = admission.gate(Scope::Provider, "p", Some(2)).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = admission.gate(Scope::Provider, "p", Some(3)).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.limit(), 3);
+        assert!(admission.gate(Scope::Provider, "p", None).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_reloaded_service_limit_applies_to_new_calls() {
+        let admission = Admission::new(1);
+        let none = CallGates::default();
+        let _one = admission.admit(&none, bounds(0, 10)).await.unwrap();
+        admission.set_service_limit(2);
+        assert!(admission.admit(&none, bounds(0, 10)).await.is_ok());
+    }
+}
