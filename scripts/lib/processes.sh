@@ -31,7 +31,9 @@ wait_http() {
 # shipped_config NAME DIR: config/NAME.yaml copied to DIR/NAME.yaml with a free port; prints the path.
 shipped_config() {
   mkdir -p "$2"
-  sed -E "s/^(  port: )[0-9]+/\1$(free_port)/" "config/$1.yaml" >"$2/$1.yaml"
+  # The load generator is one client: the per-client rate limit (per minute) is raised.
+  sed -E -e "s/^(  port: )[0-9]+/\1$(free_port)/" -e "s/^(  rate_limit: )[0-9]+/\110000000/" \
+    "config/$1.yaml" >"$2/$1.yaml"
   echo "$2/$1.yaml"
 }
 

@@ -124,17 +124,17 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
             ErrorCode::RateLimited => {
-                "More requests than security.rate_limit allows; retry after Retry-After seconds."
+                "More requests than security.rate_limit allows this client per minute (or calls than the tool's rate_limit); retry after Retry-After seconds."
             }
             ErrorCode::ExecutionError => {
                 "The tool ran and reported an error, or the dependency behind it is unavailable."
             }
             ErrorCode::InternalError => "The gateway failed while handling the request.",
             ErrorCode::ServiceUnavailable => {
-                "The service is initializing or shutting down; retry after Retry-After seconds."
+                "The service is initializing or shutting down, or the call was not admitted (every slot taken and the queue full, or no slot within limits.queue_timeout_ms); retry after Retry-After seconds."
             }
             ErrorCode::Timeout => {
-                "The tool did not answer within limits.call_timeout_ms; the call was cancelled upstream."
+                "The tool did not answer within its timeout (its provider's limits, else limits.call_timeout_ms); the call was cancelled upstream."
             }
         }
     }

@@ -59,6 +59,10 @@ pub struct HealthResponse {
     /// Tool calls being handled right now.
     #[schema(minimum = 0)]
     pub active_calls: u64,
+    /// Tool calls waiting for a slot (admission control's queue).
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub queued_calls: u64,
     /// Each dependency by name (for `mcp` providers, the provider's name).
     pub dependencies: BTreeMap<String, DependencyStatus>,
 }

@@ -251,19 +251,58 @@ fn json_body(
         .build()
 }
 
+/// Whether the per-client rate limit counts the operation's requests (all but /health), so its
+/// answers carry the `RateLimit` headers.
+fn rate_limited(op: &Operation) -> bool {
+    op.path != "/health"
+}
+
+/// The `RateLimit` and `RateLimit-Policy` headers (draft-ietf-httpapi-ratelimit-headers), on
+/// the answers of counted requests: not on 401 (refused before the client is known) nor 405
+/// (judged before anything else).
+fn with_rate_limit_headers(
+    response: ResponseBuilder,
+    op: &Operation,
+    status: u16,
+) -> ResponseBuilder {
+    if !rate_limited(op) || status == 401 || status == 405 {
+        return response;
+    }
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    response
+        .header(
+            "RateLimit",
+            HeaderBuilder::new()
+                .schema(text())
+                .description(Some(
+                    "What is left of this client's allowance: `\"per-client\";r=<requests left>;t=<seconds until the whole allowance is back>`.",
+                ))
+                .build(),
+        )
+        .header(
+            "RateLimit-Policy",
+            HeaderBuilder::new()
+                .schema(text())
+                .description(Some(
+                    "The allowance: `\"per-client\";q=<security.rate_limit>;w=60`, requests per minute per client (the API key's name, else the peer address).",
+                ))
+                .build(),
+        )
+}
+
 fn responses(op: &Operation) -> utoipa::openapi::Responses {
+    let success = ResponseBuilder::new()
+        .description("Success: the envelope with `data`.")
+        .header("X-Request-Id", request_id_header());
     let mut builder = ResponsesBuilder::new().response(
         "200",
-        ResponseBuilder::new()
-            .description("Success: the envelope with `data`.")
-            .header("X-Request-Id", request_id_header())
-            .content(
-                "application/json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name(op.success)))
-                    .example(Some(success_example(op)))
-                    .build(),
-            ),
+        with_rate_limit_headers(success, op, 200).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(op.success)))
+                .example(Some(success_example(op)))
+                .build(),
+        ),
     );
     let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
     for code in op.errors {
@@ -290,6 +329,7 @@ fn responses(op: &Operation) -> utoipa::openapi::Responses {
                     .build(),
             );
         }
+        response = with_rate_limit_headers(response, op, status);
         let examples = codes.iter().map(|code| {
             (
                 code.as_str(),
@@ -359,6 +399,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         state: state.into(),
         uptime_seconds: 3600,
         active_calls: 0,
+        queued_calls: 0,
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
     }
 }

@@ -12,7 +12,7 @@ pub mod ports;
 pub mod process;
 
 pub use bolt::BoltDb;
-pub use checkout::{repo, shipped_config};
+pub use checkout::{BULK_RATE_LIMIT, repo, shipped_config};
 pub use poll::{eventually, poll, until};
 pub use ports::free_port;
 pub use process::{Killed, workspace_bin};

@@ -32,7 +32,10 @@ pub struct LimitsSection {
     )]
     pub shutdown_grace: Duration,
     /// Tool calls (REST and MCP together) running at once; more wait in the queue.
-    #[serde(default = "default_max_concurrent_calls", deserialize_with = "count::<_, 1>")]
+    #[serde(
+        default = "default_max_concurrent_calls",
+        deserialize_with = "count::<_, 1>"
+    )]
     pub max_concurrent_calls: u64,
     /// Calls allowed to wait for a slot (of the service, their provider or their tool); one
     /// more is answered 503 at once.
@@ -311,6 +314,8 @@ mod tests {
     fn unknown_and_out_of_range_fields_are_refused() {
         assert!(serde_saphyr::from_str::<ProviderLimits>("max_concurent: 2\n").is_err());
         assert!(serde_saphyr::from_str::<ProviderLimits>("max_concurrent: 0\n").is_err());
-        assert!(serde_saphyr::from_str::<ProviderLimits>("tools: [{ max_concurrent: 1 }]\n").is_err());
+        assert!(
+            serde_saphyr::from_str::<ProviderLimits>("tools: [{ max_concurrent: 1 }]\n").is_err()
+        );
     }
 }

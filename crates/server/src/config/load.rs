@@ -359,7 +359,11 @@ mod tests {
 
     #[test]
     fn limits_are_read_per_provider_and_a_cypher_timeout_is_capped() {
-        let entry = |limits: &str| format!("service: {{ name: docs, port: 8000 }}\ndependencies:\n  db: {{ kind: bolt, uri: \"bolt://h:1\" }}\nproviders:\n  - {{ name: a, kind: mcp, command: x, limits: {{ max_concurrent: 3, tools: [{{ tool: 'e*', rate_limit: 60 }}] }} }}\n  - name: q\n    kind: cypher\n    dependency: db\n    limits: {limits}\n    tools: [{{ name: t, description: d, input_schema: {{ type: object }}, query: \"RETURN 1\" }}]\n");
+        let entry = |limits: &str| {
+            format!(
+                "service: {{ name: docs, port: 8000 }}\ndependencies:\n  db: {{ kind: bolt, uri: \"bolt://h:1\" }}\nproviders:\n  - {{ name: a, kind: mcp, command: x, limits: {{ max_concurrent: 3, tools: [{{ tool: 'e*', rate_limit: 60 }}] }} }}\n  - name: q\n    kind: cypher\n    dependency: db\n    limits: {limits}\n    tools: [{{ name: t, description: d, input_schema: {{ type: object }}, query: \"RETURN 1\" }}]\n"
+            )
+        };
         let c = parse(&entry("{ timeout_ms: 60000 }")).unwrap();
         assert_eq!(c.providers[0].value.limits().max_concurrent, Some(3));
         assert_eq!(c.providers[0].value.limits().tools[0].rate_limit, Some(60));

@@ -22,5 +22,10 @@ pub fn layer(service: Arc<Service>) -> CorsLayer {
             HeaderName::from_static("x-request-id"),
             HeaderName::from_static("x-api-key"),
         ])
-        .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER])
+        .expose_headers([
+            HeaderName::from_static("x-request-id"),
+            header::RETRY_AFTER,
+            HeaderName::from_static("ratelimit"),
+            HeaderName::from_static("ratelimit-policy"),
+        ])
 }

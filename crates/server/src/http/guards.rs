@@ -13,8 +13,8 @@ use contract::ErrorCode;
 
 use super::reply::Reply;
 use crate::service::Service;
-use crate::service::rate_limit::Client;
 use crate::service::lifecycle::Phase;
+use crate::service::rate_limit::Client;
 
 pub(super) const HEALTH: &str = "/health";
 pub(super) const METRICS: &str = "/metrics";
@@ -76,9 +76,7 @@ pub async fn api_key(
             )
             .into_response();
         };
-        request
-            .extensions_mut()
-            .insert(Client::of_key(position));
+        request.extensions_mut().insert(Client::of_key(position));
     }
     next.run(request).await
 }

@@ -34,15 +34,14 @@ impl McpBridge {
         let client = parts
             .and_then(|parts| parts.extensions.get::<Client>().cloned())
             .unwrap_or_else(Client::unknown);
-        let session_id = parts
-            .and_then(|parts| {
-                parts
-                    .headers
-                    .get("mcp-session-id")?
-                    .to_str()
-                    .ok()
-                    .map(str::to_owned)
-            });
+        let session_id = parts.and_then(|parts| {
+            parts
+                .headers
+                .get("mcp-session-id")?
+                .to_str()
+                .ok()
+                .map(str::to_owned)
+        });
         let arguments = request.arguments.unwrap_or_default();
         let (progress, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -58,14 +57,13 @@ impl McpBridge {
         let caller = Caller::new(self.downstream.clone(), Some(context.id.clone()));
         let call = CALLER.scope(
             caller.clone(),
-            self.service
-                .call_tool(
-                    &request.name,
-                    arguments,
-                    &request_id,
-                    client.as_str(),
-                    progress,
-                ),
+            self.service.call_tool(
+                &request.name,
+                arguments,
+                &request_id,
+                client.as_str(),
+                progress,
+            ),
         );
         // notifications/cancelled from the client drops the call, and with it the upstream
         // request (which rmcp cancels on drop).

@@ -253,7 +253,11 @@ mod tests {
         // The second waits in the queue (depth 1) ...
         let second = tokio::spawn({
             let admission = admission.clone();
-            async move { admission.admit(&CallGates::default(), bounds(1, 1000)).await }
+            async move {
+                admission
+                    .admit(&CallGates::default(), bounds(1, 1000))
+                    .await
+            }
         });
         while admission.waiting() == 0 {
             tokio::task::yield_now().await;
@@ -274,7 +278,10 @@ mod tests {
     async fn a_call_waits_no_longer_than_the_queue_timeout_and_says_where_it_waited() {
         let admission = Admission::new(10);
         let tool = admission.gate(Scope::Tool, "slow", Some(1));
-        let gates = CallGates { tool, provider: None };
+        let gates = CallGates {
+            tool,
+            provider: None,
+        };
         let _running = admission.admit(&gates, bounds(5, 250)).await.unwrap();
         let refused = admission.admit(&gates, bounds(5, 250)).await.err().unwrap();
         assert_eq!(
@@ -285,12 +292,18 @@ mod tests {
                 waited: Duration::from_millis(250)
             }
         );
-        assert_eq!(admission.waiting(), 0, "the place in the queue is given back");
+        assert_eq!(
+            admission.waiting(),
+            0,
+            "the place in the queue is given back"
+        );
         // Other tools are not held up by the full one.
-        assert!(admission
-            .admit(&CallGates::default(), bounds(5, 250))
-            .await
-            .is_ok());
+        assert!(
+            admission
+                .admit(&CallGates::default(), bounds(5, 250))
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]

@@ -102,7 +102,9 @@ impl Service {
         let plan = toolset.plans.get(tool);
         let timeout = plan.map_or(settings.config.limits.call_timeout, |p| p.limits.timeout);
         if let Some(per_minute) = plan.and_then(|p| p.limits.rate_limit) {
-            let decision = self.rate_limiter.take(&format!("{client}\u{1f}{tool}"), per_minute);
+            let decision = self
+                .rate_limiter
+                .take(&format!("{client}\u{1f}{tool}"), per_minute);
             if !decision.allowed {
                 return Err(CallFailure::new(
                     ErrorCode::RateLimited,
@@ -150,7 +152,11 @@ impl Service {
 
 /// A call not admitted: 503 with `Retry-After`, saying where it waited.
 fn refused(tool: &str, refusal: &Refusal) -> CallFailure {
-    tracing::warn!(tool, scope = refusal.scope().as_str(), "call not admitted: {refusal}");
+    tracing::warn!(
+        tool,
+        scope = refusal.scope().as_str(),
+        "call not admitted: {refusal}"
+    );
     CallFailure::new(
         ErrorCode::ServiceUnavailable,
         format!("Tool '{tool}' was not admitted: {refusal}; retry after {RETRY_AFTER_SECONDS} s"),

@@ -55,6 +55,7 @@ impl Service {
             state: state.to_owned(),
             uptime_seconds: self.started.elapsed().as_secs(),
             active_calls: self.active_calls.load(Ordering::Acquire),
+            queued_calls: self.admission.waiting(),
             dependencies,
         }
     }

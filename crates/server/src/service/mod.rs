@@ -21,8 +21,8 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-pub use self::call::CallFailure;
 use self::admission::Admission;
+pub use self::call::CallFailure;
 use self::health::LastChecks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::rate_limit::RateLimiter;

@@ -137,7 +137,11 @@ mod tests {
         let later = limiter.take_at("a", 60, start + Duration::from_secs(1));
         assert!(later.allowed);
         assert_eq!(later.remaining, 0);
-        assert!(!limiter.take_at("a", 60, start + Duration::from_secs(1)).allowed);
+        assert!(
+            !limiter
+                .take_at("a", 60, start + Duration::from_secs(1))
+                .allowed
+        );
     }
 
     #[test]
@@ -150,8 +154,16 @@ mod tests {
         // 10 per minute: one every 6 s.
         let refused = limiter.take_at("a", 10, start);
         assert_eq!(refused.retry_after, 6);
-        assert!(!limiter.take_at("a", 10, start + Duration::from_millis(5_900)).allowed);
-        assert!(limiter.take_at("a", 10, start + Duration::from_millis(6_100)).allowed);
+        assert!(
+            !limiter
+                .take_at("a", 10, start + Duration::from_millis(5_900))
+                .allowed
+        );
+        assert!(
+            limiter
+                .take_at("a", 10, start + Duration::from_millis(6_100))
+                .allowed
+        );
     }
 
     #[test]

@@ -84,7 +84,11 @@ fn plans(
         let tools: Vec<&str> = registry
             .tools()
             .iter()
-            .filter(|t| registry.get(&t.name).is_some_and(|r| r.provider.name() == provider))
+            .filter(|t| {
+                registry
+                    .get(&t.name)
+                    .is_some_and(|r| r.provider.name() == provider)
+            })
             .map(|t| t.name.as_str())
             .collect();
         for rule in &limits.tools {

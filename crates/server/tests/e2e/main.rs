@@ -2,6 +2,7 @@
 //! what it tests; `harness/` is how they run the gateway and talk to it.
 
 mod access_log;
+mod admission;
 mod config_cli;
 mod conformance_runs;
 mod cypher_provider;

@@ -165,7 +165,7 @@ async fn no_child_outlives_a_sigkilled_gateway() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_child_killed_under_many_calls_restarts_once() {
     let extra = format!(
-        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n{}",
+        "limits: {{ call_timeout_ms: 60000, max_concurrent_calls: 200 }}\nproviders:\n{}",
         everything_provider("everything")
     );
     let gw = Gateway::start("many-in-flight", &extra).await;

@@ -20,7 +20,7 @@ async fn rate_limited_requests_get_429_with_retry_after() {
     let limited: Vec<&Answer> = answers.iter().filter(|a| a.status == 429).collect();
     assert!(
         !limited.is_empty(),
-        "40 concurrent requests against 10/s were all served"
+        "40 concurrent requests against 10 per minute were all served"
     );
     assert!(answers.iter().filter(|a| a.status == 200).count() >= 10);
     for a in limited {

@@ -69,9 +69,16 @@ pub fn memory_provider(name: &str, dir: &Path) -> String {
 
 /// A service config: `extra` is YAML appended after the `service:` section (other sections
 /// and `providers:`).
+/// Unless `extra` has its own `security:` section, the per-client rate limit is raised: a test
+/// is one client, and some send thousands of requests a minute.
 pub fn service_yaml(name: &str, port: u16, extra: &str) -> String {
+    let security = if extra.contains("security:") {
+        String::new()
+    } else {
+        format!("security: {{ rate_limit: {} }}\n", testkit::BULK_RATE_LIMIT)
+    };
     format!(
-        "service: {{ name: {name}, port: {port} }}\nlogging: {{ level: info, format: json }}\n{extra}"
+        "service: {{ name: {name}, port: {port} }}\nlogging: {{ level: info, format: json }}\n{security}{extra}"
     )
 }
 
