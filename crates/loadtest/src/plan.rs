@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "rate_fraction")]
     pub rate: Option<f64>,
     /// Open loop, without --rate: this fraction of the throughput the saturation phase measured.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.2)]
     pub rate_fraction: f64,
     /// Skip the saturation phase (then --rate is needed).
     #[arg(long, requires = "rate")]
@@ -311,7 +311,7 @@ mod tests {
         };
         let plan = args(&[]).unwrap();
         assert_eq!(plan.users, 100);
-        assert_eq!(plan.rate, Rate::FractionOfSaturation(0.25));
+        assert_eq!(plan.rate, Rate::FractionOfSaturation(0.2));
         assert!(plan.saturation && plan.overload.is_none());
         assert!(args(&["--no-saturation"]).is_err(), "needs --rate");
         assert!(args(&["--rate", "0"]).is_err());

@@ -2,7 +2,8 @@
 //! it answers each request `{"ok":true}` after a delay; `serial` answers one request at a time
 //! (an upstream — or a gateway — that has lost its concurrency); `drop_nth` closes the n-th
 //! request's connection without answering (a lost call). The faults live here, in front of
-//! the gateway, never as a sleep inside it. Used by the tests and by `examples/slow_upstream`
+//! the gateway, never as a sleep inside it. `GET /health` (the gateway's dependency check) is
+//! answered at once and is not counted. Used by the tests and by `examples/slow_upstream`
 //! (the overload scenario of scripts/loadtest-ci.sh and scripts/perf.sh).
 
 use std::sync::Arc;
@@ -109,12 +110,13 @@ async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
                 Ok(n) => buffer.extend_from_slice(&chunk[..n]),
             }
         }
+        let health = buffer.starts_with(b"GET /health ");
         buffer.drain(..head_end + body_len);
-        let n = shared.seen.fetch_add(1, Ordering::SeqCst) + 1;
-        if shared.faults.drop_nth == Some(n) {
-            return; // closes the connection with the request unanswered
-        }
-        {
+        if !health {
+            let n = shared.seen.fetch_add(1, Ordering::SeqCst) + 1;
+            if shared.faults.drop_nth == Some(n) {
+                return; // closes the connection with the request unanswered
+            }
             let _turn = if shared.faults.serial {
                 Some(shared.one_at_a_time.lock().await)
             } else {
@@ -185,6 +187,8 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(get(upstream.port).unwrap(), r#"{"ok":true}"#);
         assert!(started.elapsed() >= Duration::from_millis(30));
+        let health = reqwest::blocking::get(format!("http://127.0.0.1:{}/health", upstream.port));
+        assert_eq!(health.unwrap().text().unwrap(), r#"{"ok":true}"#, "not counted");
         assert!(get(upstream.port).is_err(), "the 2nd request is dropped");
         assert_eq!(get(upstream.port).unwrap(), r#"{"ok":true}"#);
     }
