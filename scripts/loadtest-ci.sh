@@ -136,7 +136,7 @@ for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
     printf '## %s — NOT RUN\n\n%s.\n' "$name" "$reason" >"$out/$name/summary.md"
     printf '{"service": "%s", "status": "not run", "passed": null, "reason": "%s"}\n' \
       "$name" "$reason" >"$out/$name/summary.json"
-    printf '\n## %s — NOT RUN (%s)\n' "$name" "$reason" >>"$summary"
+    printf '\n## %s — NOT RUN: %s\n' "$name" "$reason" >>"$summary"
     echo "loadtest-ci: $name not run ($health)" >&2
     continue
   fi
