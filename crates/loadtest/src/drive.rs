@@ -1,6 +1,8 @@
 //! Our own load driver, for the phases whose latency is judged (goose is closed-loop only, and
 //! times from the moment it sends). `clients` clients, each with one connection of its own:
-//! - closed loop: each sends its next request as soon as the last is answered;
+//! - closed loop: each sends its next request when the last is answered and its think time is
+//!   over (none for the overload's callers; 20 ms for the baseline's single client, so that each
+//!   request arrives, as in the open loop, at a service that was idle a moment before);
 //! - open loop: each sends on a fixed schedule, `rate / clients` requests per second, the
 //!   clients staggered so that the total arrives evenly at `rate`. A request's latency runs from
 //!   when it was *due* whenever its client was still waiting for the previous answer at that
@@ -26,6 +28,8 @@ use crate::target::{Endpoint, Target, check};
 #[derive(Debug, Clone, Copy)]
 pub enum Pace {
     ClosedLoop {
+        /// Pause after every answer before the next request.
+        think: Duration,
         /// Pause after a refused (503) answer before the next request.
         pause_after_refusal: Duration,
     },
@@ -164,8 +168,15 @@ async fn client(
             ending,
         });
         k += 1;
-        if let (Pace::ClosedLoop { pause_after_refusal }, true) = (phase.pace, refused) {
-            tokio::time::sleep(pause_after_refusal).await;
+        if let Pace::ClosedLoop {
+            think,
+            pause_after_refusal,
+        } = phase.pace
+        {
+            let pause = if refused { pause_after_refusal } else { think };
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
         }
     }
 }
@@ -270,7 +281,10 @@ fn summarize(phase: &Phase, took: Duration, records: Vec<Record>, unsent: usize)
     let mut lost = unsent;
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     if unsent > 0 {
-        errors.insert("due but never sent before the drain deadline".into(), unsent);
+        errors.insert(
+            "due but never sent before the drain deadline".into(),
+            unsent,
+        );
     }
     for record in &records {
         let entry = by_endpoint
@@ -310,7 +324,10 @@ fn summarize(phase: &Phase, took: Duration, records: Vec<Record>, unsent: usize)
         phase: phase.name.clone(),
         users: phase.clients,
         pacing: match phase.pace {
-            Pace::ClosedLoop { .. } => "closed loop".into(),
+            Pace::ClosedLoop { think, .. } if think.is_zero() => "closed loop".into(),
+            Pace::ClosedLoop { think, .. } => {
+                format!("closed loop, {} ms think time", think.as_millis())
+            }
             Pace::OpenLoop { rate } => format!("open loop, {rate:.0} req/s scheduled"),
         },
         seconds,
@@ -334,7 +351,10 @@ mod tests {
     fn percentiles_are_nearest_rank() {
         let ms = |v: u64| Duration::from_millis(v);
         let s = stats("x", (1..=100).rev().map(ms).collect(), 0, 10.0);
-        assert_eq!((s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms), (50.0, 95.0, 99.0, 100.0));
+        assert_eq!(
+            (s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms),
+            (50.0, 95.0, 99.0, 100.0)
+        );
         assert_eq!(s.rps, 10.0);
         assert_eq!(stats("x", vec![], 0, 1.0).p95_ms, 0.0);
     }

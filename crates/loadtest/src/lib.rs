@@ -58,11 +58,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-type Run = (
-    Vec<attack::PhaseResult>,
-    Vec<verdict::Verdict>,
-    Vec<String>,
-);
+type Run = (Vec<attack::PhaseResult>, Vec<verdict::Verdict>, Vec<String>);
 
 /// The requests a scenario's clients send in turn, each endpoint as often as its weight.
 fn mix(kind: plan::ScenarioKind) -> Vec<target::Endpoint> {
@@ -82,11 +78,15 @@ async fn load(plan: &Plan, target: Arc<target::Target>) -> anyhow::Result<Run> {
         refusals_allowed: false,
         timeout: Duration::from_secs(10),
     };
-    let closed = drive::Pace::ClosedLoop {
+    // One request at a time with a pause between: a lone request at an idle service. Sent
+    // back to back they would keep the service's threads hot, and the baseline would be the
+    // best case no spaced arrival gets (docs/performance.md).
+    let lone = drive::Pace::ClosedLoop {
+        think: plan.baseline_think,
         pause_after_refusal: Duration::ZERO,
     };
-    eprintln!("loadtest: baseline, 1 client, closed loop …");
-    let baseline = drive::run(target.clone(), &phase("baseline", 1, closed)).await;
+    eprintln!("loadtest: baseline, 1 client …");
+    let baseline = drive::run(target.clone(), &phase("baseline", 1, lone)).await;
     let saturation = if plan.saturation {
         eprintln!("loadtest: saturation, {} users, closed loop …", plan.users);
         let html = plan.report_dir.as_ref().map(|d| d.join("saturation.html"));
@@ -124,9 +124,9 @@ async fn load(plan: &Plan, target: Arc<target::Target>) -> anyhow::Result<Run> {
     let verdicts = verdict::judge_load(plan, &baseline, &open, saturation.as_ref());
     let mut notes = vec![match plan.rate {
         Rate::Fixed(_) => format!("The open-loop rate, {rate:.0} req/s, was given (--rate)."),
-        Rate::FractionOfSaturation(f) => format!(
-            "The open-loop rate, {rate:.0} req/s, is {f} × the saturation throughput."
-        ),
+        Rate::FractionOfSaturation(f) => {
+            format!("The open-loop rate, {rate:.0} req/s, is {f} × the saturation throughput.")
+        }
     }];
     notes.push(format!(
         "The degradation verdict compares against max(baseline p95, {} ms): below that floor a \
@@ -152,6 +152,7 @@ async fn overload(plan: &Plan, target: Arc<target::Target>) -> Run {
         name: format!("overload {}×", limits.multiple),
         clients: limits.callers(),
         pace: drive::Pace::ClosedLoop {
+            think: Duration::ZERO,
             pause_after_refusal: Duration::from_millis(limits.retry_pause_ms),
         },
         run_time: plan.run_time,

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 /// Load-tests one mcp-http-gateway service (docs/performance.md), each phase for --run-time.
 ///
-/// --mode load: a baseline at 1 client (closed loop); the saturation test, --users goose users
+/// --mode load: a baseline at 1 client (a lone request at a time, --baseline-think-ms apart); the
+/// saturation test, --users goose users
 /// in a closed loop (reported, not judged on latency); then the open-loop phase, --users clients
 /// sending at a fixed total --rate (or --rate-fraction of the saturation throughput). Verdicts:
 /// no failed or lost request; open-loop p95 within --budget-p95-ms; open-loop p95 within
@@ -42,6 +43,10 @@ pub struct Args {
     /// Skip the saturation phase (then --rate is needed).
     #[arg(long, requires = "rate")]
     pub no_saturation: bool,
+    /// Baseline: the one client's pause after each answer, so that each request finds the
+    /// service idle, as a lone request does.
+    #[arg(long, default_value_t = 20)]
+    pub baseline_think_ms: u64,
     /// How long each phase runs: seconds, or with a unit (`30s`, `2m`, `1m30s`).
     #[arg(long, default_value = "30s", value_parser = parse_run_time)]
     pub run_time: Duration,
@@ -162,6 +167,7 @@ pub struct Plan {
     pub users: usize,
     pub rate: Rate,
     pub saturation: bool,
+    pub baseline_think: Duration,
     pub overload: Option<Overload>,
     pub run_time: Duration,
     pub scenario: ScenarioKind,
@@ -235,6 +241,7 @@ impl Args {
             users: self.users,
             rate,
             saturation: !self.no_saturation,
+            baseline_think: Duration::from_millis(self.baseline_think_ms),
             overload,
             run_time: self.run_time,
             scenario: self.scenario,
@@ -317,8 +324,16 @@ mod tests {
         assert!(args(&["--rate", "0"]).is_err());
         assert!(args(&["--mode", "overload"]).is_err(), "needs the limits");
         let overload = args(&[
-            "--mode", "overload", "--scenario", "call", "--admission-limit", "4",
-            "--queue-depth", "6", "--tool-delay-ms", "100",
+            "--mode",
+            "overload",
+            "--scenario",
+            "call",
+            "--admission-limit",
+            "4",
+            "--queue-depth",
+            "6",
+            "--tool-delay-ms",
+            "100",
         ])
         .unwrap()
         .overload

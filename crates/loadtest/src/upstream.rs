@@ -188,7 +188,11 @@ mod tests {
         assert_eq!(get(upstream.port).unwrap(), r#"{"ok":true}"#);
         assert!(started.elapsed() >= Duration::from_millis(30));
         let health = reqwest::blocking::get(format!("http://127.0.0.1:{}/health", upstream.port));
-        assert_eq!(health.unwrap().text().unwrap(), r#"{"ok":true}"#, "not counted");
+        assert_eq!(
+            health.unwrap().text().unwrap(),
+            r#"{"ok":true}"#,
+            "not counted"
+        );
         assert!(get(upstream.port).is_err(), "the 2nd request is dropped");
         assert_eq!(get(upstream.port).unwrap(), r#"{"ok":true}"#);
     }

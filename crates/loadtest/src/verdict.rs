@@ -170,23 +170,44 @@ mod tests {
     #[test]
     fn each_load_verdict_can_fail() {
         let p = plan(&[]);
-        let failed = judge_load(&p, &phase(1, 5.0, 0), &phase(100, 6.0, 0), Some(&phase(100, 50.0, 1)));
+        let failed = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&phase(100, 50.0, 1)),
+        );
         assert!(!failed[0].passed);
-        assert_eq!(failed[0].detail, "failed or lost: x 0 of 1000, x 1 of 1000, x 0 of 1000");
+        assert_eq!(
+            failed[0].detail,
+            "failed or lost: x 0 of 1000, x 1 of 1000, x 0 of 1000"
+        );
         let slow = judge_load(&p, &phase(1, 60.0, 0), &phase(100, 101.0, 0), None);
         assert!(!slow[1].passed && slow[2].passed);
         let degraded = judge_load(&p, &phase(1, 20.0, 0), &phase(100, 41.0, 0), None);
         assert!(degraded[1].passed && !degraded[2].passed);
         // A saturation phase far beyond 2× the baseline is reported, not judged.
-        let v = judge_load(&p, &phase(1, 5.0, 0), &phase(100, 6.0, 0), Some(&phase(100, 80.0, 0)));
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&phase(100, 80.0, 0)),
+        );
         assert!(v.iter().all(|v| v.passed), "{v:#?}");
     }
 
     #[test]
     fn each_overload_verdict_can_fail() {
         let limits = plan(&[
-            "--mode", "overload", "--scenario", "call", "--admission-limit", "4",
-            "--queue-depth", "4", "--tool-delay-ms", "100",
+            "--mode",
+            "overload",
+            "--scenario",
+            "call",
+            "--admission-limit",
+            "4",
+            "--queue-depth",
+            "4",
+            "--tool-delay-ms",
+            "100",
         ])
         .overload
         .unwrap();

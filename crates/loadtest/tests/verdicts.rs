@@ -89,7 +89,13 @@ fn verdicts_reports_and_exit_codes() {
     assert_eq!(open["lost"], 0);
     // The open loop runs at 0.2 × what the saturation phase measured.
     let rate = 0.2 * passed["phases"][1]["total"]["rps"].as_f64().unwrap();
-    assert!(open["pacing"].as_str().unwrap().contains(&format!("{rate:.0} req/s")), "{open}");
+    assert!(
+        open["pacing"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{rate:.0} req/s")),
+        "{open}"
+    );
     assert!(output.contains("| GET /tools |"), "{output}");
 
     // A budget no service meets: exit 1, the verdict says what was measured.
