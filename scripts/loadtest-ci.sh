@@ -91,7 +91,10 @@ declare -A port_by_service
 for file in config/*.yaml; do
   name="$(basename "$file" .yaml)"
   [[ "$name" == services ]] && continue
-  port_by_service[$name]="$(port_of "$(shipped_config "$name" "$work/config")")"
+  file="$(shipped_config "$name" "$work/config")"
+  # All load comes from one client address: the rate limit (per client) is not what is measured.
+  sed -i -E 's/^(  rate_limit: )[0-9]+/\11000000/' "$file"
+  port_by_service[$name]="$(port_of "$file")"
 done
 MCP_EVERYTHING_JS="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js" \
 MCP_SERVER_TIME="$root/.deps/venv/bin/mcp-server-time" \
