@@ -359,6 +359,49 @@ mod tests {
         assert_eq!(stats("x", vec![], 0, 1.0).p95_ms, 0.0);
     }
 
+    /// A connection closed without an answer is lost, and counted once: the driver against the
+    /// faulty upstream directly (its `{"ok":true}` is no envelope, so the others fail).
+    #[tokio::test]
+    async fn a_dropped_connection_is_a_lost_request() {
+        let upstream = crate::upstream::Upstream::spawn(
+            0,
+            crate::upstream::Faults {
+                drop_nth: Some(3),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let target = Arc::new(Target {
+            url: format!("http://127.0.0.1:{}", upstream.port),
+            call_body: Some(json!({"tool": "x", "arguments": {}})),
+            tool: Some("x".into()),
+        });
+        let phase = Phase {
+            name: "p".into(),
+            clients: 1,
+            pace: Pace::OpenLoop { rate: 50.0 },
+            run_time: Duration::from_secs(1),
+            mix: vec![Endpoint::Call],
+            refusals_allowed: false,
+            timeout: Duration::from_secs(5),
+        };
+        let result = run(target, &phase).await;
+        assert_eq!(result.lost, Some(1), "{result:#?}");
+        assert_eq!(result.sent, Some(50));
+        assert_eq!(
+            result.total.failures, 50,
+            "49 wrong answers and the lost one"
+        );
+        assert!(
+            result
+                .errors
+                .iter()
+                .any(|(e, n)| e.contains("lost: connection closed") && *n == 1),
+            "{:?}",
+            result.errors
+        );
+    }
+
     #[test]
     fn a_refusal_needs_its_code_and_retry_after() {
         let refused = json!({"success": false, "code": "SERVICE_UNAVAILABLE", "error": "busy"});
