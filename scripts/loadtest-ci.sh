@@ -1,43 +1,60 @@
 #!/usr/bin/env bash
-# CI's short load test: the release gateway serves every service of config/ (on free ports, so
-# a gateway already running on 8000-8004 is not disturbed), with the backends CI has — ArcadeDB
-# with the fixture code graph for code-graph-rag, the LiteLLM proxy with mock models for
-# ai-gateway, the MCP servers of .deps/ for the demo service — and the goose suite
-# (crates/loadtest) runs against each service that is healthy, baseline then load, LOADTEST_RUN_TIME
-# per phase (default 10s). Services that are not healthy here (seekr and docwell have no MCP
-# server in CI) are listed as skipped. Reports land in LOADTEST_REPORT_DIR (default
-# target/loadtest/<service>/: goose's HTML per phase, summary.md, summary.json) and all
-# summaries in one summary.md there (also appended to $GITHUB_STEP_SUMMARY when set).
-# Exit 0 when every verdict passed, 1 when one failed, 2 when the run could not be made.
+# CI's short load test (docs/performance.md): the gateway serves every service of config/ (on
+# free ports, so a gateway already running on 8000-8004 is not disturbed), with the backends CI
+# has — ArcadeDB with the fixture code graph for code-graph-rag, the LiteLLM proxy with mock
+# models for ai-gateway, the MCP servers of .deps/ for the demo service — and the suite
+# (crates/loadtest) runs against each service that is healthy: a 1-client baseline, the
+# saturation test (closed loop, reported), the open-loop phase at a fifth of the saturation
+# throughput (judged: p95 within the service's budget below and within 2× the baseline),
+# LOADTEST_RUN_TIME per phase (default 5s). Then the overload test: 5× the admission limit
+# calling a slow tool (an `http` provider in front of examples/slow_upstream, 200 ms a call).
 #
-#   scripts/loadtest-ci.sh [--profile release|dev] [--run-time 10s] [--users 100]
-#                          [--service NAME]... [-- LOADTEST OPTIONS...]
+# A service that is not healthy here (seekr and docwell have no MCP server in CI) is "not run":
+# listed as such in the summary and in its report folder, never counted as passing.
+# Reports land in LOADTEST_REPORT_DIR (default target/loadtest/<service>/: summary.md,
+# summary.json, goose's saturation.html) and all summaries in one summary.md there (also
+# appended to $GITHUB_STEP_SUMMARY when set). Exit 0 when every verdict of every run passed,
+# 1 when one failed, 2 when a run could not be made.
+#
+#   scripts/loadtest-ci.sh [--profile release|dev] [--run-time 5s] [--users 100] [--no-build]
+#                          [--service NAME|overload]... [-- LOADTEST OPTIONS...]
 #
 # --profile dev uses the debug binaries `cargo test` already built (scripts/test.sh does this, to
-# spare CI a release build); options after `--` go to every loadtest run (e.g. the budgets).
+# spare CI a release build) and the debug budgets below; options after `--` go to every load
+# run (they come after the budget, so they win). Binaries come from $CARGO_TARGET_DIR (default
+# target/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-run_time="${LOADTEST_RUN_TIME:-10s}"
+run_time="${LOADTEST_RUN_TIME:-5s}"
 users=100
 profile=release
+build=1
 only=()
 extra=()
 while (($#)); do
   case "$1" in
     --profile) profile="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
     --run-time) run_time="$2"; shift 2 ;;
     --users) users="$2"; shift 2 ;;
     --service) only+=("$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loadtest-ci: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+# The open-loop p95 budget per service, in ms: what the code meets with margin (2–4× the p95
+# measured here, docs/performance.md) and a 5× slower service cannot. The floor under the
+# baseline for the 2× verdict: debug builds of client and server on 2 cores jitter by a few ms.
+declare -A budget
 case "$profile" in
-  release) bin_dir="$root/target/release" ;;
-  dev) bin_dir="$root/target/debug" ;;
+  release) bin_dir="$target_dir/release"; floor_ms=1
+    budget=([everything]=5 [code-graph-rag]=8 [ai-gateway]=5 [default]=20) ;;
+  dev) bin_dir="$target_dir/debug"; floor_ms=5
+    budget=([everything]=25 [code-graph-rag]=20 [ai-gateway]=10 [default]=100) ;;
   *) echo "loadtest-ci: --profile is release or dev" >&2; exit 2 ;;
 esac
 out="${LOADTEST_REPORT_DIR:-$root/target/loadtest}"
@@ -45,10 +62,12 @@ out="${LOADTEST_REPORT_DIR:-$root/target/loadtest}"
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"
 
-if [[ "$profile" == release ]]; then
-  cargo build --release --locked -p mcp-http-gateway -p loadtest
-else
-  cargo build --locked -p mcp-http-gateway -p loadtest
+if ((build)); then
+  if [[ "$profile" == release ]]; then
+    cargo build --release --locked -p mcp-http-gateway -p loadtest --bins --examples
+  else
+    cargo build --locked -p mcp-http-gateway -p loadtest --bins --examples
+  fi
 fi
 gateway="$bin_dir/mcp-http-gateway"
 loadtest="$bin_dir/loadtest"
@@ -72,7 +91,10 @@ declare -A port_by_service
 for file in config/*.yaml; do
   name="$(basename "$file" .yaml)"
   [[ "$name" == services ]] && continue
-  port_by_service[$name]="$(port_of "$(shipped_config "$name" "$work/config")")"
+  file="$(shipped_config "$name" "$work/config")"
+  # All load comes from one client address: the rate limit (per client) is not what is measured.
+  sed -i -E 's/^(  rate_limit: )[0-9]+/\11000000/' "$file"
+  port_by_service[$name]="$(port_of "$file")"
 done
 MCP_EVERYTHING_JS="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js" \
 MCP_SERVER_TIME="$root/.deps/venv/bin/mcp-server-time" \
@@ -89,26 +111,99 @@ done
 
 mkdir -p "$out"
 summary="$out/summary.md"
-echo "# Load tests (${run_time} per phase, ${users} users, ${profile} build${extra[*]:+, ${extra[*]}})" >"$summary"
+echo "# Load tests (${run_time} per phase, ${users} clients, ${profile} build${extra[*]:+, ${extra[*]}})" >"$summary"
 status=0
+passed=(); failed=(); not_run=()
+# record NAME RC: files the run's exit code under passed / failed.
+record() {
+  if (($2 == 0)); then passed+=("$1"); else failed+=("$1"); fi
+  echo "loadtest-ci: $1 exit $2" >&2
+  if (($2 > status)); then status=$2; fi
+}
+# append NAME DIR: the run's summary.md into the combined one, titled by NAME.
+append() {
+  if [[ -f "$2/summary.md" ]]; then
+    printf '\n' >>"$summary"
+    sed 's/^## \(Load\|Overload\) test of .* — /## '"$1"' — /' "$2/summary.md" >>"$summary"
+  fi
+}
 for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   if ((${#only[@]})) && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
   url="http://127.0.0.1:${port_by_service[$name]}"
   health="$(curl -fsS "$url/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"])')"
+  rm -rf "${out:?}/$name"; mkdir -p "$out/$name"
   if [[ "$health" != healthy ]]; then
-    printf '\n## %s — skipped (%s here)\n' "$name" "$health" | tee -a "$summary"
+    # Not run is not passed: it says so here, in the summary, and in the service's report.
+    reason="the service is $health here (its backend is not available in this run)"
+    not_run+=("$name")
+    printf '## %s — NOT RUN\n\n%s.\n' "$name" "$reason" >"$out/$name/summary.md"
+    printf '{"service": "%s", "status": "not run", "passed": null, "reason": "%s"}\n' \
+      "$name" "$reason" >"$out/$name/summary.json"
+    printf '\n## %s — NOT RUN: %s\n' "$name" "$reason" >>"$summary"
+    echo "loadtest-ci: $name not run ($health)" >&2
     continue
   fi
   rc=0
   "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$out/$name" \
+    --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
     ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
-  if [[ -f "$out/$name/summary.md" ]]; then
-    printf '\n' >>"$summary"
-    sed 's/^## Load test of .* — /## '"$name"' — /' "$out/$name/summary.md" >>"$summary"
-  fi
-  echo "loadtest-ci: $name exit $rc" >&2
-  if ((rc > status)); then status=$rc; fi
+  append "$name" "$out/$name"
+  record "$name" "$rc"
 done
+
+# The overload test: a service whose one tool calls an upstream taking 200 ms, with admission
+# limits; 5× the limit call it. Without admission control in this build (another part of issue
+# 14) the limits are left out of the config and the run says that nothing was refused.
+if ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" overload "* ]]; then
+  limit=4; queue=4; queue_timeout_ms=1000; delay_ms=200
+  "$bin_dir/examples/slow_upstream" 0 "$delay_ms" >"$work/upstream.port" &
+  pids+=($!)
+  until [[ -s "$work/upstream.port" ]]; do sleep 0.05; done
+  overload_port="$(free_port)"
+  # write_overload_config LIMITS: the overload service's config, LIMITS appended to `limits`.
+  write_overload_config() {
+    mkdir -p "$work/overload"
+    cat >"$work/overload/overload.yaml" <<EOF
+service: { name: overload, port: $overload_port }
+security: { rate_limit: 1000000 }
+limits: { call_timeout_ms: 10000$1 }
+dependencies:
+  slow: { kind: http, base_url: "http://127.0.0.1:$(cat "$work/upstream.port")", health_path: /health }
+providers:
+  - name: slow
+    kind: http
+    dependency: slow
+    tools:
+      - name: slow
+        description: Answers after ${delay_ms} ms
+        input_schema: { type: object }
+        method: POST
+        path: /slow
+EOF
+  }
+  write_overload_config ", max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms"
+  "$gateway" config get "$work/overload/overload.yaml" limits.max_concurrent_calls >/dev/null 2>&1 \
+    || write_overload_config ""
+  "$gateway" serve --config "$work/overload/overload.yaml" >"$work/overload.log" 2>&1 &
+  pids+=($!)
+  wait_http "http://127.0.0.1:$overload_port/health" 60 || {
+    echo "loadtest-ci: the overload service did not start:" >&2; tail -20 "$work/overload.log" >&2; exit 2
+  }
+  rm -rf "${out:?}/overload"
+  rc=0
+  "$loadtest" --url "http://127.0.0.1:$overload_port" --mode overload --scenario call \
+    --admission-limit "$limit" --queue-depth "$queue" --queue-timeout-ms "$queue_timeout_ms" \
+    --tool-delay-ms "$delay_ms" --run-time "$run_time" --report "$out/overload" >/dev/null || rc=$?
+  append overload "$out/overload"
+  record overload "$rc"
+fi
+
+{
+  printf '\n## Result\n\n'
+  printf -- '- passed: %s\n' "${passed[*]:-none}"
+  printf -- '- failed: %s\n' "${failed[*]:-none}"
+  printf -- '- not run: %s\n' "${not_run[*]:-none}"
+} >>"$summary"
 if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then cat "$summary" >>"$GITHUB_STEP_SUMMARY"; fi
 cat "$summary"
 exit "$status"

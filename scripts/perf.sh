@@ -11,18 +11,30 @@
 #    and code-graph-rag with theirs), time from start to the four shipped services answering
 #    /health (one process, and one process each), time from SIGTERM to exit with 100 calls in
 #    flight;
-#  - the goose suite (crates/loadtest) against the demo and code-graph-rag services.
+#  - the load suite (crates/loadtest) against the demo and code-graph-rag services: baseline,
+#    saturation, open loop;
+#  - the overload test at 1×, 2× and 5× the admission limit of a service whose tool calls
+#    examples/slow_upstream (200 ms a call): accepted/s, 503 share, admitted p99 (needs a
+#    gateway with admission control, `limits.max_concurrent_calls`; said so otherwise).
 # Results: target/perf/results.md (and the loadtest reports beside it).
 #
-#   scripts/perf.sh [--duration SECONDS]     (default 10 per wrk/mcp_direct run)
+#   scripts/perf.sh [--duration SECONDS] [--suite-only] [--no-build]
+#
+# --duration: seconds per wrk/mcp_direct run and per load-suite phase (default 10);
+# --suite-only: only the load suite and the overload test; --no-build: use the binaries in
+# $CARGO_TARGET_DIR/release (default target/release) as they are.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 duration=10
+full=1
+build=1
 while (($#)); do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --suite-only) full=0; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "perf: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -37,8 +49,9 @@ now_ms() { date +%s%3N; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 peak_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
-cargo build --release --locked -p mcp-http-gateway -p loadtest --examples
-gateway="$root/target/release/mcp-http-gateway"
+if ((build)); then cargo build --release --locked -p mcp-http-gateway -p loadtest --bins --examples; fi
+release="${CARGO_TARGET_DIR:-$root/target}/release"
+gateway="$release/mcp-http-gateway"
 deps="$root/.deps"
 export MCP_EVERYTHING_JS="$deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 export MCP_SERVER_TIME="$deps/venv/bin/mcp-server-time"
@@ -52,6 +65,7 @@ export MCP_SERVER_TIME="$deps/venv/bin/mcp-server-time"
 # A shipped config on a free port, in $work/config-<name>/.
 config_for() { shipped_config "$1" "$work/config-$1"; }
 
+if ((full)); then
 # --- start to healthy: the four shipped services, one process, no backends (degraded is up).
 four="$work/four"; mkdir -p "$four"
 for name in ai-gateway code-graph-rag seekr docwell; do cp "$(config_for "$name")" "$four/"; done
@@ -88,6 +102,7 @@ for f in "$four"/*.yaml; do
   kill -TERM "$pid"; wait "$pid" || true
 done
 
+fi
 # --- the services under test, one process each (RSS per service).
 eval "$(scripts/bolt-db.sh start --port 0 --data "$work/bolt" --load crates/server/tests/fixtures/code_graph.cypher | grep -E '^BOLT_(URL|USER)=')"
 demo_cfg="$(config_for everything)"; graph_cfg="$(config_for code-graph-rag)"
@@ -102,8 +117,9 @@ until curl -fsS "$graph/health" | grep -q '"status":"healthy"'; do sleep 0.1; do
 until curl -fsS "$demo/health" | grep -q '"status":"healthy"'; do sleep 0.1; done
 demo_idle=$(rss_kb "$demo_pid"); graph_idle=$(rss_kb "$graph_pid")
 
+if ((full)); then
 hello_port=$(free_port)
-target/release/examples/hello_axum "$hello_port" & pids+=($!)
+"$release/examples/hello_axum" "$hello_port" & pids+=($!)
 wait_http "http://127.0.0.1:$hello_port/" 10
 
 run_wrk() { # label url body
@@ -131,10 +147,10 @@ demo_peak=$(peak_kb "$demo_pid"); graph_peak=$(peak_kb "$graph_pid")
   echo "| call | concurrency | result |"; echo "|---|---:|---|"
 } >>"$results"
 for c in 1 10 100; do
-  echo "| echo (server-everything) | $c | $(target/release/examples/mcp_direct "$c" "$duration" echo '{"message":"hi"}' -- node "$MCP_EVERYTHING_JS" stdio 2>/dev/null | tail -1) |" >>"$results"
+  echo "| echo (server-everything) | $c | $("$release/examples/mcp_direct" "$c" "$duration" echo '{"message":"hi"}' -- node "$MCP_EVERYTHING_JS" stdio 2>/dev/null | tail -1) |" >>"$results"
 done
 for c in 1 10 100; do
-  echo "| get_current_time (mcp-server-time) | $c | $(target/release/examples/mcp_direct "$c" "$duration" get_current_time '{"timezone":"UTC"}' -- "$MCP_SERVER_TIME" --local-timezone UTC 2>/dev/null | tail -1) |" >>"$results"
+  echo "| get_current_time (mcp-server-time) | $c | $("$release/examples/mcp_direct" "$c" "$duration" get_current_time '{"timezone":"UTC"}' -- "$MCP_SERVER_TIME" --local-timezone UTC 2>/dev/null | tail -1) |" >>"$results"
 done
 
 {
@@ -144,14 +160,63 @@ done
   echo "| code-graph-rag (Cypher, Bolt pool) | $((graph_idle / 1024)) MiB | $((graph_peak / 1024)) MiB |"
 } >>"$results"
 
-# --- the goose suite.
+fi
+# --- the load suite: baseline, saturation (closed loop), open loop at 0.2 × saturation.
 { echo; echo "## Load test suite (crates/loadtest, ${duration}s per phase)"; } >>"$results"
 for pair in "everything $demo" "code-graph-rag $graph"; do
   read -r name url <<<"$pair"
-  target/release/loadtest --url "$url" --run-time "${duration}s" --report "$out/loadtest-$name" >/dev/null || true
-  { echo; sed 's/^## /### /; s/^### \(baseline\|load\|Verdicts\)/#### \1/' "$out/loadtest-$name/summary.md"; } >>"$results"
+  "$release/loadtest" --url "$url" --run-time "${duration}s" --report "$out/loadtest-$name" >/dev/null || true
+  { echo; sed 's/^## /### /; s/^### \(baseline\|saturation\|open loop\|Verdicts\)/#### \1/' "$out/loadtest-$name/summary.md"; } >>"$results"
 done
 
+# --- overload: 1×, 2×, 5× the admission limit calling a tool whose upstream takes 200 ms.
+limit=4; queue=4; queue_timeout_ms=1000; delay_ms=200
+"$release/examples/slow_upstream" 0 "$delay_ms" >"$work/upstream.port" &
+pids+=($!)
+until [[ -s "$work/upstream.port" ]]; do sleep 0.05; done
+overload_port="$(free_port)"; mkdir -p "$work/overload"
+cat >"$work/overload/overload.yaml" <<EOF
+service: { name: overload, port: $overload_port }
+security: { rate_limit: 1000000 }
+limits: { call_timeout_ms: 10000, max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms }
+dependencies:
+  slow: { kind: http, base_url: "http://127.0.0.1:$(cat "$work/upstream.port")", health_path: /health }
+providers:
+  - name: slow
+    kind: http
+    dependency: slow
+    tools:
+      - name: slow
+        description: Answers after ${delay_ms} ms
+        input_schema: { type: object }
+        method: POST
+        path: /slow
+EOF
+{
+  echo; echo "## Overload (max_concurrent_calls $limit, queue_depth $queue, queue_timeout_ms $queue_timeout_ms; the tool's upstream takes $delay_ms ms; ${duration}s per run)"; echo
+} >>"$results"
+if "$gateway" config get "$work/overload/overload.yaml" limits.max_concurrent_calls >/dev/null 2>&1; then
+  "$gateway" serve --config "$work/overload/overload.yaml" >"$work/overload.log" 2>&1 &
+  pids+=($!)
+  wait_http "http://127.0.0.1:$overload_port/health" 60
+  {
+    echo "| callers | accepted calls/s | 503 share | admitted p50 ms | admitted p99 ms | lost | verdicts |"
+    echo "|---|---:|---:|---:|---:|---:|---|"
+  } >>"$results"
+  for multiple in 1 2 5; do
+    "$release/loadtest" --url "http://127.0.0.1:$overload_port" --mode overload --scenario call \
+      --admission-limit "$limit" --queue-depth "$queue" --queue-timeout-ms "$queue_timeout_ms" \
+      --tool-delay-ms "$delay_ms" --overload-multiple "$multiple" --run-time "${duration}s" \
+      --report "$out/overload-$multiple" >/dev/null || true
+    jq -r --arg m "$multiple" '.phases[0] as $p | ($p.total.requests + $p.refused) as $answered
+      | "| \($m)× (\($p.users)) | \($p.total.rps * 10 | round / 10) | \(if $answered > 0 then ($p.refused * 1000 / $answered | round / 10) else 0 end) % | \($p.total.p50_ms) | \($p.total.p99_ms) | \($p.lost) | \(if .passed then "pass" else "FAIL" end) |"' \
+      "$out/overload-$multiple/summary.json" >>"$results"
+  done
+else
+  echo "Not measured: this gateway has no admission control (\`limits.max_concurrent_calls\` is refused)." >>"$results"
+fi
+
+if ((full)); then
 # --- SIGTERM with 100 calls in flight (each takes 3 s upstream).
 calls=()
 for i in $(seq 100); do
@@ -169,4 +234,5 @@ for pid in "${calls[@]}"; do wait "$pid" || true; done
 ok=$(cat "$work"/inflight-* | grep -c '^200$' || true)
 { echo; echo "## Shutdown"; echo; echo "SIGTERM with 100 calls in flight (trigger-long-running-operation, 3 s each): the process exited ${stop_ms} ms after the signal; ${ok} of 100 calls answered 200."; } >>"$results"
 
+fi
 cat "$results"

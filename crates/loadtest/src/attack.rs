@@ -1,6 +1,8 @@
-//! One phase of a run: a goose attack with `users` users for `run_time`, every answer checked
-//! against the contract, and the latencies it measured (goose keeps them in microsecond
-//! buckets; requests are timed to the first byte of the answer).
+//! The saturation phase: a goose attack with `users` users in a closed loop for `run_time`,
+//! every answer checked against the contract, and the throughput and latencies it measured
+//! (goose keeps them in microsecond buckets; requests are timed to the first byte of the
+//! answer). In a closed loop latency is users ÷ throughput whatever the service does, so this
+//! phase is reported and gives the open loop its rate, but its latency is not judged.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,15 +38,31 @@ pub struct Stats {
 pub struct PhaseResult {
     pub phase: String,
     pub users: usize,
+    /// How the users paced their requests, in words.
+    pub pacing: String,
     pub seconds: f64,
+    /// Every answered request (in the overload phase: the admitted ones); `failures` counts
+    /// the failed and the lost ones.
     pub total: Stats,
     pub endpoints: Vec<Stats>,
-    /// Why requests failed, with how often (goose's error summary).
+    /// Why requests failed, with how often.
     pub errors: Vec<(String, usize)>,
+    /// Requests sent (our own driver; goose does not say).
+    pub sent: Option<usize>,
+    /// Requests never answered: reset, timed out, or never sent before the drain deadline
+    /// (goose counts these among its failures).
+    pub lost: Option<usize>,
+    /// Answers 503 SERVICE_UNAVAILABLE with Retry-After (the overload phase).
+    pub refused: Option<usize>,
+    /// How long the phase ran past its run time for the last answers.
+    pub drained_ms: Option<f64>,
+    /// Open loop: the longest the driver was late to send a request while its client was
+    /// idle — its own scheduling delay, not counted in the latency.
+    pub send_lag_ms: Option<f64>,
 }
 
 /// The endpoints a scenario sends to, with their weights.
-fn endpoints(kind: ScenarioKind) -> Vec<(Endpoint, usize)> {
+pub fn endpoints(kind: ScenarioKind) -> Vec<(Endpoint, usize)> {
     match kind {
         ScenarioKind::Tools => vec![(Endpoint::Tools, 1)],
         ScenarioKind::Health => vec![(Endpoint::Health, 1)],
@@ -220,9 +238,15 @@ fn summarize(phase: &str, users: usize, run_time: Duration, metrics: &GooseMetri
     PhaseResult {
         phase: phase.to_owned(),
         users,
+        pacing: "closed loop (goose)".into(),
         seconds,
         total: stats("all", &all, failures, seconds),
         endpoints,
         errors,
+        sent: None,
+        lost: None,
+        refused: None,
+        drained_ms: None,
+        send_lag_ms: None,
     }
 }

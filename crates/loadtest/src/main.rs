@@ -1,4 +1,4 @@
-//! `loadtest`: the command line. Runs the baseline and the load phase against one service,
+//! `loadtest`: the command line. Runs the load or the overload test against one service,
 //! writes the reports and prints the summary; the only place errors become exit codes
 //! (0 every verdict passed, 1 a verdict failed, 2 the run could not be made).
 

@@ -6,21 +6,47 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use serde_json::Value;
 
-/// Load-tests one mcp-http-gateway service: a baseline phase at 1 user, then the load phase at
-/// --users, each for --run-time; then three verdicts — no failed request, p95 under load within
-/// --budget-p95-ms, and p95 under load within --max-degradation × max(baseline p95,
-/// --latency-floor-ms). Exit code 0 when every verdict passes, 1 when one fails, 2 when the run
-/// could not be made (bad options, service unreachable).
+/// Load-tests one mcp-http-gateway service (docs/performance.md), each phase for --run-time.
+///
+/// --mode load: a baseline at 1 client (a lone request at a time, --baseline-think-ms apart); the
+/// saturation test, --users goose users
+/// in a closed loop (reported, not judged on latency); then the open-loop phase, --users clients
+/// sending at a fixed total --rate (or --rate-fraction of the saturation throughput). Verdicts:
+/// no failed or lost request; open-loop p95 within --budget-p95-ms; open-loop p95 within
+/// --max-degradation × max(baseline p95, --latency-floor-ms).
+///
+/// --mode overload: --overload-multiple × --admission-limit callers of a slow tool (its upstream
+/// takes --tool-delay-ms) in a closed loop. Verdicts: every answer 200 or 503 SERVICE_UNAVAILABLE
+/// with Retry-After; none lost; admitted calls' p99 within the tool's delay + the longest
+/// queue wait the limits allow + --p99-slack-ms.
+///
+/// Exit code 0 when every verdict passes, 1 when one fails, 2 when the run could not be made
+/// (bad options, service unreachable).
 #[derive(Parser, Debug)]
 #[command(name = "loadtest", version)]
 pub struct Args {
     /// The service's base URL.
     #[arg(long)]
     pub url: String,
-    /// Concurrent users in the load phase (each sends its next request as soon as the last
-    /// one is answered).
+    /// What to run: the SC-011 load test (baseline, saturation, open loop) or the overload test.
+    #[arg(long, value_enum, default_value_t = Mode::Load)]
+    pub mode: Mode,
+    /// Concurrent clients of the saturation and the open-loop phases.
     #[arg(long, default_value_t = 100)]
     pub users: usize,
+    /// Open loop: requests per second, all clients together.
+    #[arg(long, conflicts_with = "rate_fraction")]
+    pub rate: Option<f64>,
+    /// Open loop, without --rate: this fraction of the throughput the saturation phase measured.
+    #[arg(long, default_value_t = 0.2)]
+    pub rate_fraction: f64,
+    /// Skip the saturation phase (then --rate is needed).
+    #[arg(long, requires = "rate")]
+    pub no_saturation: bool,
+    /// Baseline: the one client's pause after each answer, so that each request finds the
+    /// service idle, as a lone request does.
+    #[arg(long, default_value_t = 20)]
+    pub baseline_think_ms: u64,
     /// How long each phase runs: seconds, or with a unit (`30s`, `2m`, `1m30s`).
     #[arg(long, default_value = "30s", value_parser = parse_run_time)]
     pub run_time: Duration,
@@ -34,19 +60,49 @@ pub struct Args {
     /// The call's arguments, a JSON object.
     #[arg(long, default_value = "{}", value_parser = parse_args_json)]
     pub args: Value,
-    /// Verdict: p95 latency under load must not exceed this many milliseconds.
+    /// Verdict: open-loop p95 must not exceed this many milliseconds.
     #[arg(long, default_value_t = 100.0)]
     pub budget_p95_ms: f64,
-    /// Verdict: p95 under load must not exceed this multiple of the baseline p95 ...
+    /// Verdict: open-loop p95 must not exceed this multiple of the 1-client baseline p95 ...
     #[arg(long, default_value_t = 2.0)]
     pub max_degradation: f64,
-    /// ... where a baseline p95 below this floor counts as the floor, so that a
-    /// sub-millisecond baseline does not turn scheduling noise into a failure.
-    #[arg(long, default_value_t = 10.0)]
+    /// ... where a baseline p95 below this floor counts as the floor: a sub-millisecond
+    /// baseline doubled is within the scheduling noise of a shared machine.
+    #[arg(long, default_value_t = 1.0)]
     pub latency_floor_ms: f64,
+    /// Overload: the service's `limits.max_concurrent_calls`.
+    #[arg(long, required_if_eq("mode", "overload"))]
+    pub admission_limit: Option<usize>,
+    /// Overload: the service's `limits.queue_depth`.
+    #[arg(long, default_value_t = 0)]
+    pub queue_depth: usize,
+    /// Overload: the service's `limits.queue_timeout_ms`, if set.
+    #[arg(long)]
+    pub queue_timeout_ms: Option<u64>,
+    /// Overload: how long the tool's upstream takes per call.
+    #[arg(long, required_if_eq("mode", "overload"))]
+    pub tool_delay_ms: Option<u64>,
+    /// Overload: callers, as a multiple of the admission limit.
+    #[arg(long, default_value_t = 5)]
+    pub overload_multiple: usize,
+    /// Overload: a refused caller waits this long before calling again (default: the tool's
+    /// delay), as a client honouring Retry-After would, scaled down to the test's length.
+    #[arg(long)]
+    pub retry_pause_ms: Option<u64>,
+    /// Overload: what the admitted p99 may exceed the tool's delay plus the longest queue wait
+    /// by (the gateway's own work, scheduling on a shared machine).
+    #[arg(long, default_value_t = 50)]
+    pub p99_slack_ms: u64,
     /// Folder for the reports: goose's HTML report per phase, summary.md and summary.json.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Load,
+    Overload,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -64,11 +120,55 @@ impl ScenarioKind {
     }
 }
 
+/// The open-loop rate: given, or a fraction of the measured saturation throughput.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    Fixed(f64),
+    FractionOfSaturation(f64),
+}
+
+/// The overload run's settings: the service's limits and its slow tool.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Overload {
+    pub admission_limit: usize,
+    pub queue_depth: usize,
+    pub queue_timeout_ms: Option<u64>,
+    pub tool_delay_ms: u64,
+    pub multiple: usize,
+    pub retry_pause_ms: u64,
+    pub p99_slack_ms: u64,
+}
+
+impl Overload {
+    pub fn callers(&self) -> usize {
+        self.admission_limit * self.multiple
+    }
+
+    /// The longest an admitted call should wait in the queue: its place in a full FIFO queue
+    /// drains `admission_limit` calls per tool delay, and the queue timeout cuts it short.
+    pub fn longest_queue_wait_ms(&self) -> u64 {
+        let batches = self.queue_depth.div_ceil(self.admission_limit) as u64;
+        let wait = batches * self.tool_delay_ms;
+        self.queue_timeout_ms.map_or(wait, |t| wait.min(t))
+    }
+
+    /// The admitted calls' p99 bound.
+    pub fn p99_bound_ms(&self) -> u64 {
+        self.tool_delay_ms + self.longest_queue_wait_ms() + self.p99_slack_ms
+    }
+}
+
 /// A run, checked.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub url: String,
+    pub mode: Mode,
     pub users: usize,
+    pub rate: Rate,
+    pub saturation: bool,
+    pub baseline_think: Duration,
+    pub overload: Option<Overload>,
     pub run_time: Duration,
     pub scenario: ScenarioKind,
     pub tool: Option<String>,
@@ -103,9 +203,46 @@ impl Args {
         if self.tool.is_some() && !self.scenario.calls_a_tool() {
             return Err("--tool needs --scenario call or mixed".into());
         }
+        let rate = match self.rate {
+            Some(r) if r.is_finite() && r > 0.0 => Rate::Fixed(r),
+            Some(r) => return Err(format!("--rate must be a positive number, got {r}")),
+            None if self.rate_fraction > 0.0 && self.rate_fraction <= 1.0 => {
+                Rate::FractionOfSaturation(self.rate_fraction)
+            }
+            None => return Err("--rate-fraction must be in (0, 1]".into()),
+        };
+        let overload = match self.mode {
+            Mode::Load => None,
+            Mode::Overload => {
+                let admission_limit = self.admission_limit.unwrap_or(0);
+                let tool_delay_ms = self.tool_delay_ms.unwrap_or(0);
+                if admission_limit == 0 || self.overload_multiple == 0 {
+                    return Err(
+                        "--admission-limit and --overload-multiple must be at least 1".into(),
+                    );
+                }
+                if !self.scenario.calls_a_tool() {
+                    return Err("--mode overload calls a tool: --scenario call".into());
+                }
+                Some(Overload {
+                    admission_limit,
+                    queue_depth: self.queue_depth,
+                    queue_timeout_ms: self.queue_timeout_ms,
+                    tool_delay_ms,
+                    multiple: self.overload_multiple,
+                    retry_pause_ms: self.retry_pause_ms.unwrap_or(tool_delay_ms),
+                    p99_slack_ms: self.p99_slack_ms,
+                })
+            }
+        };
         Ok(Plan {
             url: self.url.trim_end_matches('/').to_owned(),
+            mode: self.mode,
             users: self.users,
+            rate,
+            saturation: !self.no_saturation,
+            baseline_think: Duration::from_millis(self.baseline_think_ms),
+            overload,
             run_time: self.run_time,
             scenario: self.scenario,
             tool: self.tool,
@@ -175,10 +312,42 @@ mod tests {
         let args = |extra: &[&str]| {
             let mut argv = vec!["loadtest", "--url", "http://127.0.0.1:8001"];
             argv.extend_from_slice(extra);
-            Args::try_parse_from(argv).unwrap().into_plan()
+            Args::try_parse_from(argv)
+                .map_err(|e| e.to_string())
+                .and_then(Args::into_plan)
         };
         let plan = args(&[]).unwrap();
         assert_eq!(plan.users, 100);
+        assert_eq!(plan.rate, Rate::FractionOfSaturation(0.2));
+        assert!(plan.saturation && plan.overload.is_none());
+        assert!(args(&["--no-saturation"]).is_err(), "needs --rate");
+        assert!(args(&["--rate", "0"]).is_err());
+        assert!(args(&["--mode", "overload"]).is_err(), "needs the limits");
+        let overload = args(&[
+            "--mode",
+            "overload",
+            "--scenario",
+            "call",
+            "--admission-limit",
+            "4",
+            "--queue-depth",
+            "6",
+            "--tool-delay-ms",
+            "100",
+        ])
+        .unwrap()
+        .overload
+        .unwrap();
+        assert_eq!(overload.callers(), 20);
+        assert_eq!(overload.retry_pause_ms, 100);
+        // 6 queued behind 4 running: the last waits two tool delays.
+        assert_eq!(overload.longest_queue_wait_ms(), 200);
+        assert_eq!(overload.p99_bound_ms(), 100 + 200 + 50);
+        let timed = Overload {
+            queue_timeout_ms: Some(150),
+            ..overload
+        };
+        assert_eq!(timed.longest_queue_wait_ms(), 150);
         assert_eq!(plan.scenario, ScenarioKind::Mixed);
         assert_eq!(plan.run_time, Duration::from_secs(30));
         assert!(args(&["--users", "0"]).is_err());

@@ -7,17 +7,19 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::attack::{PhaseResult, Stats};
-use crate::plan::ScenarioKind;
+use crate::plan::{Mode, ScenarioKind};
 use crate::verdict::Verdict;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     pub url: String,
+    pub mode: Mode,
     pub scenario: ScenarioKind,
     pub tool: Option<String>,
     pub phases: Vec<PhaseResult>,
     pub verdicts: Vec<Verdict>,
-    pub latency_floor_ms: f64,
+    /// What the reader needs to read the numbers (the rate's origin, the floor, refusals).
+    pub notes: Vec<String>,
 }
 
 impl Outcome {
@@ -27,9 +29,14 @@ impl Outcome {
 
     pub fn summary_markdown(&self) -> String {
         let mut md = format!(
-            "## Load test of {} — {}\n\nScenario `{}`{}. Latency is time to the first byte of \
-             the answer; a request fails if its status or envelope is not what that call should \
-             give.\n",
+            "## {} test of {} — {}\n\nScenario `{}`{}. Latency is to the last byte of the \
+             answer (goose's saturation phase: to the first); in the open loop it runs from when \
+             a request was due if its client was still busy then. A request fails if its status \
+             or envelope is not what that call should give; it is lost if no answer came.\n",
+            match self.mode {
+                Mode::Load => "Load",
+                Mode::Overload => "Overload",
+            },
             self.url,
             if self.passed() { "PASSED" } else { "FAILED" },
             serde_json::to_value(self.scenario)
@@ -43,10 +50,11 @@ impl Outcome {
         );
         for phase in &self.phases {
             md.push_str(&format!(
-                "\n### {} — {} user{}, {:.1} s\n\n| request | requests | rps | p50 ms | p95 ms | p99 ms | max ms | failures |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                "\n### {} — {} client{}, {}, {:.1} s\n\n| request | answered | rps | p50 ms | p95 ms | p99 ms | max ms | failed or lost |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
                 phase.phase,
                 phase.users,
                 if phase.users == 1 { "" } else { "s" },
+                phase.pacing,
                 phase.seconds
             ));
             for row in phase.endpoints.iter().chain([&phase.total]) {
@@ -58,6 +66,20 @@ impl Outcome {
             if !phase.errors.is_empty() {
                 md.push('\n');
             }
+            if let (Some(sent), Some(lost)) = (phase.sent, phase.lost) {
+                md.push_str(&format!(
+                    "\n{sent} sent, {lost} lost, {} refused (503 + Retry-After); the last answer \
+                     came {:.0} ms after the run time.\n",
+                    phase.refused.unwrap_or(0),
+                    phase.drained_ms.unwrap_or(0.0)
+                ));
+            }
+            if let Some(lag) = phase.send_lag_ms {
+                md.push_str(&format!(
+                    "The driver sent at most {lag:.1} ms after a request was due while its client \
+                     was idle (its own scheduling, not counted as latency).\n"
+                ));
+            }
         }
         md.push_str("\n### Verdicts\n\n| verdict | result | measured |\n|---|---|---|\n");
         for v in &self.verdicts {
@@ -68,12 +90,9 @@ impl Outcome {
                 v.detail
             ));
         }
-        md.push_str(&format!(
-            "\nThe degradation verdict compares against max(baseline p95, {} ms): below that \
-             floor a baseline is scheduling noise, and a multiple of it would fail a fast service \
-             for nothing.\n",
-            self.latency_floor_ms
-        ));
+        for note in &self.notes {
+            md.push_str(&format!("\n{note}\n"));
+        }
         md
     }
 
@@ -85,6 +104,8 @@ impl Outcome {
         let json = dir.join("summary.json");
         let mut value = serde_json::to_value(self)?;
         value["passed"] = self.passed().into();
+        // The same key scripts/loadtest-ci.sh writes for a service it did not run.
+        value["status"] = if self.passed() { "passed" } else { "failed" }.into();
         std::fs::write(&json, serde_json::to_string_pretty(&value)?)
             .with_context(|| format!("writing {}", json.display()))?;
         Ok(())

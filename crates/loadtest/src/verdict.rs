@@ -1,10 +1,16 @@
-//! The verdicts of a run (SC-011, US7): no failed request in either phase; p95 under load
-//! within the budget; p95 under load within `max_degradation` × max(baseline p95, floor).
+//! The verdicts of a run.
+//!
+//! Load (SC-011, US7): no failed or lost request in any phase; the open-loop p95 within the
+//! budget; the open-loop p95 within `max_degradation` × max(baseline p95, floor). The
+//! saturation phase's latency is not judged: in a closed loop it is users ÷ throughput.
+//!
+//! Overload: every answer 200 or 503 SERVICE_UNAVAILABLE + Retry-After; none lost; the admitted
+//! calls' p99 within the tool's delay plus the longest queue wait the limits allow, plus slack.
 
 use serde::Serialize;
 
 use crate::attack::PhaseResult;
-use crate::plan::Plan;
+use crate::plan::{Overload, Plan};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
@@ -14,41 +20,97 @@ pub struct Verdict {
     pub detail: String,
 }
 
-pub fn judge(plan: &Plan, baseline: &PhaseResult, load: &PhaseResult) -> Vec<Verdict> {
-    let failures = baseline.total.failures + load.total.failures;
-    let requests = baseline.total.requests + load.total.requests;
-    let p95 = load.total.p95_ms;
+/// The load run's verdicts; `saturation` is there for its failures only.
+pub fn judge_load(
+    plan: &Plan,
+    baseline: &PhaseResult,
+    open: &PhaseResult,
+    saturation: Option<&PhaseResult>,
+) -> Vec<Verdict> {
+    let phases: Vec<&PhaseResult> = [Some(baseline), saturation, Some(open)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let failures: usize = phases.iter().map(|p| p.total.failures).sum();
+    let per_phase = phases
+        .iter()
+        .map(|p| {
+            let of = p.sent.unwrap_or(p.total.requests);
+            format!("{} {} of {of}", p.phase, p.total.failures)
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let p95 = open.total.p95_ms;
     let reference = baseline.total.p95_ms.max(plan.latency_floor_ms);
     let allowed = plan.max_degradation * reference;
     let floor_note = if baseline.total.p95_ms < plan.latency_floor_ms {
         format!(
-            " (baseline p95 {:.2} ms is under the {:.0} ms floor, so the floor counts)",
+            " (baseline p95 {:.2} ms is under the {} ms floor, so the floor counts)",
             baseline.total.p95_ms, plan.latency_floor_ms
         )
     } else {
         String::new()
     };
+    let answered = open.total.requests > 0 && baseline.total.requests > 0;
     vec![
         Verdict {
-            name: "no failed requests".into(),
-            passed: failures == 0 && load.total.requests > 0 && baseline.total.requests > 0,
-            detail: if requests == 0 {
-                "no request was answered".into()
+            name: "no failed or lost requests".into(),
+            passed: failures == 0 && answered,
+            detail: if answered {
+                format!("failed or lost: {per_phase}")
             } else {
-                format!("{failures} of {requests} requests failed")
+                "no request was answered".into()
             },
         },
         Verdict {
-            name: format!("p95 under load ≤ {} ms", plan.budget_p95_ms),
-            passed: p95 <= plan.budget_p95_ms,
-            detail: format!("p95 at {} users: {p95:.2} ms", load.users),
+            name: format!("open-loop p95 ≤ {} ms", plan.budget_p95_ms),
+            passed: answered && p95 <= plan.budget_p95_ms,
+            detail: format!(
+                "p95 at {} clients, {}: {p95:.2} ms",
+                open.users, open.pacing
+            ),
         },
         Verdict {
-            name: format!("p95 under load ≤ {} × baseline", plan.max_degradation),
-            passed: p95 <= allowed,
+            name: format!("open-loop p95 ≤ {} × baseline", plan.max_degradation),
+            passed: answered && p95 <= allowed,
             detail: format!(
                 "{p95:.2} ms against {allowed:.2} ms = {} × {reference:.2} ms{floor_note}",
                 plan.max_degradation
+            ),
+        },
+    ]
+}
+
+/// The overload run's verdicts.
+pub fn judge_overload(limits: &Overload, run: &PhaseResult) -> Vec<Verdict> {
+    let lost = run.lost.unwrap_or(0);
+    let refused = run.refused.unwrap_or(0);
+    let wrong = run.total.failures.saturating_sub(lost);
+    let sent = run.sent.unwrap_or(0);
+    let answered = run.total.requests + refused;
+    let admitted = run.total.requests.saturating_sub(wrong);
+    let bound = limits.p99_bound_ms() as f64;
+    vec![
+        Verdict {
+            name: "every answer is 200 or 503 + Retry-After".into(),
+            passed: wrong == 0 && answered > 0,
+            detail: format!("{admitted} × 200, {refused} × 503 + Retry-After, {wrong} other"),
+        },
+        Verdict {
+            name: "no call lost".into(),
+            passed: lost == 0 && sent == answered && sent > 0,
+            detail: format!("{sent} sent, {answered} answered, {lost} lost"),
+        },
+        Verdict {
+            name: format!("admitted calls' p99 ≤ {bound:.0} ms"),
+            passed: admitted > 0 && run.total.p99_ms <= bound,
+            detail: format!(
+                "p99 {:.2} ms over {admitted} admitted calls; bound = tool delay {} ms + longest \
+                 queue wait {} ms + slack {} ms",
+                run.total.p99_ms,
+                limits.tool_delay_ms,
+                limits.longest_queue_wait_ms(),
+                limits.p99_slack_ms
             ),
         },
     ]
@@ -58,7 +120,7 @@ pub fn judge(plan: &Plan, baseline: &PhaseResult, load: &PhaseResult) -> Vec<Ver
 mod tests {
     use super::*;
     use crate::attack::Stats;
-    use crate::plan::{Args, ScenarioKind};
+    use crate::plan::Args;
     use clap::Parser;
 
     fn phase(users: usize, p95: f64, failures: usize) -> PhaseResult {
@@ -75,37 +137,102 @@ mod tests {
         PhaseResult {
             phase: "x".into(),
             users,
+            pacing: "closed loop".into(),
             seconds: 10.0,
             total,
             endpoints: vec![],
             errors: vec![],
+            sent: Some(1000),
+            lost: Some(0),
+            refused: Some(0),
+            drained_ms: None,
+            send_lag_ms: None,
         }
     }
 
-    fn plan() -> Plan {
-        let plan = Args::parse_from(["loadtest", "--url", "http://127.0.0.1:1"])
-            .into_plan()
-            .unwrap();
-        assert_eq!(plan.scenario, ScenarioKind::Mixed);
-        plan
+    fn plan(extra: &[&str]) -> Plan {
+        let mut argv = vec!["loadtest", "--url", "http://127.0.0.1:1"];
+        argv.extend_from_slice(extra);
+        Args::parse_from(argv).into_plan().unwrap()
     }
 
     #[test]
     fn a_fast_baseline_is_judged_against_the_floor() {
-        // 0.3 ms baseline, 15 ms under load: 50× the baseline but within 2 × 10 ms floor.
-        let v = judge(&plan(), &phase(1, 0.3, 0), &phase(100, 15.0, 0));
+        // 0.3 ms baseline, 1.5 ms under load: 5× the baseline but within 2 × the 1 ms floor.
+        let v = judge_load(&plan(&[]), &phase(1, 0.3, 0), &phase(100, 1.5, 0), None);
         assert!(v.iter().all(|v| v.passed), "{v:#?}");
         assert!(v[2].detail.contains("floor"));
+        // The floor is no escape: 2.1 ms is beyond 2 × 1 ms.
+        let v = judge_load(&plan(&[]), &phase(1, 0.3, 0), &phase(100, 2.1, 0), None);
+        assert!(!v[2].passed);
     }
 
     #[test]
-    fn each_verdict_can_fail() {
-        let failed = judge(&plan(), &phase(1, 5.0, 0), &phase(100, 15.0, 3));
+    fn each_load_verdict_can_fail() {
+        let p = plan(&[]);
+        let failed = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&phase(100, 50.0, 1)),
+        );
         assert!(!failed[0].passed);
-        assert_eq!(failed[0].detail, "3 of 2000 requests failed");
-        let slow = judge(&plan(), &phase(1, 60.0, 0), &phase(100, 101.0, 0));
+        assert_eq!(
+            failed[0].detail,
+            "failed or lost: x 0 of 1000, x 1 of 1000, x 0 of 1000"
+        );
+        let slow = judge_load(&p, &phase(1, 60.0, 0), &phase(100, 101.0, 0), None);
         assert!(!slow[1].passed && slow[2].passed);
-        let degraded = judge(&plan(), &phase(1, 20.0, 0), &phase(100, 41.0, 0));
+        let degraded = judge_load(&p, &phase(1, 20.0, 0), &phase(100, 41.0, 0), None);
         assert!(degraded[1].passed && !degraded[2].passed);
+        // A saturation phase far beyond 2× the baseline is reported, not judged.
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&phase(100, 80.0, 0)),
+        );
+        assert!(v.iter().all(|v| v.passed), "{v:#?}");
+    }
+
+    #[test]
+    fn each_overload_verdict_can_fail() {
+        let limits = plan(&[
+            "--mode",
+            "overload",
+            "--scenario",
+            "call",
+            "--admission-limit",
+            "4",
+            "--queue-depth",
+            "4",
+            "--tool-delay-ms",
+            "100",
+        ])
+        .overload
+        .unwrap();
+        assert_eq!(limits.p99_bound_ms(), 250);
+        let mut run = phase(20, 150.0, 0);
+        run.total.requests = 600;
+        run.refused = Some(400);
+        run.sent = Some(1000);
+        let v = judge_overload(&limits, &run);
+        assert!(v.iter().all(|v| v.passed), "{v:#?}");
+        assert_eq!(v[0].detail, "600 × 200, 400 × 503 + Retry-After, 0 other");
+
+        let mut wrong = run.clone();
+        wrong.total.failures = 1;
+        assert!(!judge_overload(&limits, &wrong)[0].passed);
+
+        let mut lost = run.clone();
+        lost.sent = Some(1001);
+        lost.lost = Some(1);
+        lost.total.failures = 1;
+        let v = judge_overload(&limits, &lost);
+        assert!(v[0].passed && !v[1].passed, "{v:#?}");
+
+        let mut slow = run.clone();
+        slow.total.p99_ms = 251.0;
+        assert!(!judge_overload(&limits, &slow)[2].passed);
     }
 }

@@ -1,7 +1,7 @@
 //! The `loadtest` binary against a real gateway (a service with no providers: GET /tools and
 //! GET /health only), briefly: the reports are written, a verdict that cannot pass exits 1, a
-//! service that does not answer exits 2. (The real runs, 10 s per phase against the shipped
-//! services, are scripts/loadtest-ci.sh.)
+//! service that does not answer exits 2. (Faults injected upstream are tests/teeth.rs; the real
+//! runs against the shipped services are scripts/loadtest-ci.sh.)
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -70,15 +70,32 @@ fn verdicts_reports_and_exit_codes() {
         report.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{output}");
-    for file in ["baseline.html", "load.html", "summary.md", "summary.json"] {
+    for file in ["saturation.html", "summary.md", "summary.json"] {
         assert!(report.join(file).is_file(), "{file} missing");
     }
     let passed = summary(&report);
     assert_eq!(passed["passed"], true);
-    assert_eq!(passed["phases"][1]["users"], 4);
-    let requests = passed["phases"][1]["total"]["requests"].as_u64().unwrap();
-    assert!(requests > 0);
-    assert_eq!(passed["phases"][1]["total"]["failures"], 0);
+    let phases: Vec<&str> = passed["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["baseline", "saturation", "open loop"]);
+    let open = &passed["phases"][2];
+    assert_eq!(open["users"], 4);
+    assert!(open["total"]["requests"].as_u64().unwrap() > 0);
+    assert_eq!(open["total"]["failures"], 0);
+    assert_eq!(open["lost"], 0);
+    // The open loop runs at 0.2 × what the saturation phase measured.
+    let rate = 0.2 * passed["phases"][1]["total"]["rps"].as_f64().unwrap();
+    assert!(
+        open["pacing"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{rate:.0} req/s")),
+        "{open}"
+    );
     assert!(output.contains("| GET /tools |"), "{output}");
 
     // A budget no service meets: exit 1, the verdict says what was measured.
