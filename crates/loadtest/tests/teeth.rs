@@ -25,8 +25,6 @@ const QUEUE_TIMEOUT_MS: u64 = 1000;
 struct Gateway {
     _process: Killed,
     url: String,
-    /// Whether this gateway has admission control (`limits.max_concurrent_calls`).
-    admits: bool,
     _work: tempfile::TempDir,
 }
 
@@ -51,7 +49,7 @@ providers:
     )
 }
 
-/// A gateway in front of `upstream`, with admission control when this build has it.
+/// A gateway in front of `upstream`, with admission control.
 fn gateway(upstream: &Upstream) -> Gateway {
     let work = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -61,19 +59,6 @@ fn gateway(upstream: &Upstream) -> Gateway {
     );
     std::fs::write(&file, config(port, upstream.port, &limits)).unwrap();
     let gateway = workspace_bin("mcp-http-gateway");
-    // Admission control is another slice of issue 14: without it these keys are refused, and
-    // the overload run must be right either way.
-    let admits = Command::new(&gateway)
-        .args(["config", "get"])
-        .arg(&file)
-        .arg("limits.max_concurrent_calls")
-        .output()
-        .unwrap()
-        .status
-        .success();
-    if !admits {
-        std::fs::write(&file, config(port, upstream.port, "")).unwrap();
-    }
     let process = Killed(
         Command::new(gateway)
             .args(["serve", "--config"])
@@ -94,7 +79,6 @@ fn gateway(upstream: &Upstream) -> Gateway {
     Gateway {
         _process: process,
         url,
-        admits,
         _work: work,
     }
 }
@@ -247,13 +231,7 @@ fn overload_passes_and_fails_on_a_slow_or_lost_call() {
     assert_eq!(run["users"], 10);
     assert_eq!(run["lost"], 0);
     let refused = run["refused"].as_u64().unwrap();
-    if service.admits {
-        assert!(refused > 0, "10 callers, 2 running, 2 queued: {run:#}");
-    } else {
-        assert_eq!(refused, 0, "no admission control: every call is admitted");
-        let notes = summary["notes"].to_string();
-        assert!(notes.contains("no admission control"), "{notes}");
-    }
+    assert!(refused > 0, "10 callers, 2 running, 2 queued: {run:#}");
 
     // The upstream 5× slower than the run was told: the admitted p99 is out of bounds.
     let (code, summary) = overload(&service.url, 20);
