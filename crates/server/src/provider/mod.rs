@@ -163,6 +163,8 @@ pub fn with_hint(message: &str, hint: Option<&str>) -> String {
 #[derive(Clone)]
 pub struct ProviderHooks {
     pub tools_changed: Arc<Notify>,
+    /// Where to say a dependency's state changed (the service checks it again at once).
+    pub health_changed: Arc<Notify>,
     pub shutdown: Shutdown,
     /// The service's client MCP sessions, for what an MCP server sends its client.
     pub downstreams: mcp::downstream::Downstreams,
