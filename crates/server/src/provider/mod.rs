@@ -119,6 +119,12 @@ pub trait Provider: Send + Sync {
         self.name()
     }
 
+    /// Whether `tool` needs the dependency to run (a tool answered by the gateway itself does
+    /// not, and stays available while the dependency is down).
+    fn needs_dependency(&self, _tool: &str) -> bool {
+        true
+    }
+
     /// The connection to the MCP server behind this provider, for passing resources and
     /// prompts through; `None` for other kinds and while disconnected.
     fn mcp_peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {

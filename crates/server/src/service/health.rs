@@ -74,8 +74,11 @@ impl Service {
             .iter()
             .filter_map(|tool| {
                 let entry = toolset.registry.get(&tool.name)?;
-                let dependency = dependencies
-                    .get(entry.provider.dependency_name())
+                let dependency = entry
+                    .provider
+                    .needs_dependency(&tool.name)
+                    .then(|| dependencies.get(entry.provider.dependency_name()))
+                    .flatten()
                     .map(|d| d.status);
                 let numbers = stats.get(&tool.name).cloned().unwrap_or_else(never_called);
                 Some((tool.name.clone(), numbers.to_health(dependency)))
