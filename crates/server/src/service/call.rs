@@ -111,7 +111,7 @@ impl Service {
                 ),
             )),
         };
-        self.stats.record_call(tool, started, &result);
+        self.after_call(tool, started, &result);
         result
     }
 }

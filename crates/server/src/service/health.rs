@@ -10,7 +10,7 @@
 //! a check that started before it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,8 @@ use crate::sync::Unpoisoned;
 
 /// How long one dependency check may take; past it the dependency is `unknown`.
 const CHECK_BUDGET: Duration = Duration::from_secs(1);
+/// Calls ask for a check at most this often (see [`Service::after_call`]).
+const CALL_HINT_SPACING: Duration = Duration::from_secs(1);
 
 /// The last result of every dependency check, and the checks running now.
 pub(super) struct Checks {
@@ -38,6 +40,10 @@ pub(super) struct Checks {
     pub(super) changed: Arc<Notify>,
     /// Bumped at each stored result (start waits for the first round with it).
     stored: watch::Sender<u64>,
+    /// Whether every dependency was connected at the last check (read on every call).
+    all_connected: AtomicBool,
+    /// Calls say here that a check may be due (taken at most once a second).
+    hinted: Notify,
 }
 
 impl Default for Checks {
@@ -47,6 +53,8 @@ impl Default for Checks {
             running: Mutex::default(),
             changed: Arc::new(Notify::new()),
             stored: watch::channel(0).0,
+            all_connected: AtomicBool::new(true),
+            hinted: Notify::new(),
         }
     }
 }
@@ -109,15 +117,45 @@ impl Service {
         }
     }
 
+    /// What a call's end tells: its statistics, and whether the dependencies should be checked
+    /// now. A call that went through while some dependency is recorded down, or that failed
+    /// (the database or API behind it may have gone), is the first sign of a change for the
+    /// kinds that have no connection to watch (Bolt, HTTP); the check it asks for is the one
+    /// that decides. Hints are taken once a second at most (a hint meanwhile waits, it is
+    /// not lost), so a storm of failing calls costs one check round a second.
+    pub(super) fn after_call(
+        &self,
+        tool: &str,
+        started: Instant,
+        result: &Result<serde_json::Value, super::CallFailure>,
+    ) {
+        self.stats.record_call(tool, started, result);
+        let hint = match result {
+            Ok(_) => !self.checks.all_connected.load(Ordering::Relaxed),
+            Err(failure) => {
+                super::stats::Counted::of(failure.code) == super::stats::Counted::Failure
+            }
+        };
+        if hint {
+            self.checks.hinted.notify_one();
+        }
+    }
+
     /// Checks every dependency now, then every `monitoring.health_check_interval` and on every
     /// change a provider reports, until the service drains.
     pub(super) async fn watch_dependencies(self: Arc<Self>) {
+        let mut hints_from = tokio::time::Instant::now();
         loop {
             self.check_dependencies();
             let every = self.settings().config.monitoring.health_check_interval;
+            let hint = async {
+                tokio::time::sleep_until(hints_from).await;
+                self.checks.hinted.notified().await;
+            };
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
                 _ = self.checks.changed.notified() => {}
+                _ = hint => hints_from = tokio::time::Instant::now() + CALL_HINT_SPACING,
                 _ = self.drain.cancelled() => return,
             }
         }
@@ -196,6 +234,15 @@ impl Service {
             }
             results.insert(name, status);
         }
+        // Dependencies of providers a reload removed are forgotten.
+        let providers = self.toolset().providers.clone();
+        results.retain(|name, _| providers.iter().any(|p| p.dependency_name() == name));
+        let all_connected = results
+            .values()
+            .all(|s| s.status == DependencyState::Connected);
+        self.checks
+            .all_connected
+            .store(all_connected, Ordering::Relaxed);
         drop(results);
         self.checks.stored.send_modify(|n| *n += 1);
     }
