@@ -264,6 +264,7 @@ impl Inner {
     /// Records the dependency as unavailable and says so to the service.
     fn record_unavailable(&self, why: String) {
         let mut status = self.status.write_unpoisoned();
+        let changed = status.status != DependencyState::Unavailable;
         let message = format!("{why} ({})", self.endpoint.describe());
         *status = DependencyStatus {
             status: DependencyState::Unavailable,
@@ -276,7 +277,10 @@ impl Inner {
             checked_at: None,
         };
         drop(status);
-        self.health_changed.notify_one();
+        // A retry that fails again is no news (the periodic check refreshes the message).
+        if changed {
+            self.health_changed.notify_one();
+        }
     }
 
     fn clear_peer(&self) {
