@@ -363,8 +363,9 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
             last_error: Some(ToolFailure {
                 at: EXAMPLE_TIMESTAMP.into(),
                 code: ErrorCode::Timeout,
-                message: "Tool 'search_docs' did not answer within 30000 ms; the call was cancelled"
-                    .into(),
+                message:
+                    "Tool 'search_docs' did not answer within 30000 ms; the call was cancelled"
+                        .into(),
             }),
             p50_ms: Some(12.5),
             p95_ms: Some(48.0),

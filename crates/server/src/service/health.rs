@@ -291,7 +291,11 @@ async fn check(provider: &Arc<dyn Provider>) -> Vec<(String, DependencyStatus)> 
                 "no answer to the health check within {} ms",
                 CHECK_BUDGET.as_millis()
             );
-            tracing::warn!(provider = provider.name(), dependency = provider.dependency_name(), "{error}");
+            tracing::warn!(
+                provider = provider.name(),
+                dependency = provider.dependency_name(),
+                "{error}"
+            );
             vec![(
                 provider.dependency_name().to_owned(),
                 DependencyStatus {
@@ -377,7 +381,10 @@ mod tests {
             HealthStatus::Degraded
         );
         assert_eq!(
-            status(&[Unavailable, Unavailable], &[T::Unavailable, T::Unavailable]),
+            status(
+                &[Unavailable, Unavailable],
+                &[T::Unavailable, T::Unavailable]
+            ),
             HealthStatus::Unavailable
         );
         // No tools because the only provider is down.

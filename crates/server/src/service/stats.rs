@@ -276,7 +276,9 @@ impl ToolStats {
     /// One tool's numbers; `None` when it was never called.
     pub fn tool(&self, tool: &str) -> Option<ToolSnapshot> {
         let record = self.tools.read_unpoisoned().get(tool)?.clone();
-        let now = Instant::now().saturating_duration_since(self.epoch).as_secs();
+        let now = Instant::now()
+            .saturating_duration_since(self.epoch)
+            .as_secs();
         let record = record.write_unpoisoned();
         Some(summarize(&record, now))
     }
@@ -315,8 +317,9 @@ fn summarize(record: &Record, now: u64) -> ToolSnapshot {
             .iter()
             .filter(move |b| b.calls > 0 && (from..=slot).contains(&(b.slot as u64)))
     };
-    let (window_calls, window_failures) = in_last(BUCKETS as u64)
-        .fold((0, 0), |(c, f), b| (c + b.calls as u64, f + b.failures as u64));
+    let (window_calls, window_failures) = in_last(BUCKETS as u64).fold((0, 0), |(c, f), b| {
+        (c + b.calls as u64, f + b.failures as u64)
+    });
     let queries_per_minute = in_last(MINUTE_BUCKETS).map(|b| b.calls as u64).sum();
     let oldest = now.saturating_sub(WINDOW.as_secs());
     let mut micros: Vec<u32> = record.samples[..record.filled]
@@ -429,14 +432,22 @@ mod tests {
         stats.record_at(now, "t", ms(1), Ok(()));
         stats.record_at(now, "t", ms(1), Err((ErrorCode::InvalidArguments, "bad")));
         stats.record_at(now, "t", ms(1), Err((ErrorCode::Timeout, "slow")));
-        stats.record_at(now, "t", ms(1), Err((ErrorCode::ServiceUnavailable, "full")));
+        stats.record_at(
+            now,
+            "t",
+            ms(1),
+            Err((ErrorCode::ServiceUnavailable, "full")),
+        );
         stats.record_at(now, "t", ms(1), Err((ErrorCode::RateLimited, "slow down")));
         let s = &stats.snapshot_at(now)["t"];
         assert_eq!((s.calls, s.window_calls, s.window_failures), (3, 3, 1));
         let health = s.to_health(Some(DependencyState::Connected));
         assert_eq!(health.error_rate, 0.3333);
         let failure = health.last_error.unwrap();
-        assert_eq!((failure.code, failure.message.as_str()), (ErrorCode::Timeout, "slow"));
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (ErrorCode::Timeout, "slow")
+        );
         assert!(health.last_success.is_some());
         // Refusals alone leave no record.
         stats.record_at(now, "r", ms(1), Err((ErrorCode::RateLimited, "no")));
@@ -447,11 +458,7 @@ mod tests {
     fn long_messages_are_cut() {
         let stats = ToolStats::default();
         let long = "é".repeat(1000);
-        stats.record(
-            "t",
-            ms(1),
-            Err((ErrorCode::ExecutionError, long.as_str())),
-        );
+        stats.record("t", ms(1), Err((ErrorCode::ExecutionError, long.as_str())));
         let (_, _, message) = stats.tool("t").unwrap().last_error.unwrap();
         assert_eq!(message.chars().count(), MESSAGE_CHARS);
     }
@@ -469,10 +476,16 @@ mod tests {
         }
         stats.record_at(now, "t", ms(1), Ok(()));
         // 1 of 4 = 25 %: degraded.
-        assert_eq!(status(Some(DependencyState::Connected)), ToolStatus::Degraded);
+        assert_eq!(
+            status(Some(DependencyState::Connected)),
+            ToolStatus::Degraded
+        );
         stats.record_at(now, "t", ms(1), Ok(()));
         // 1 of 5 = 20 %: healthy.
-        assert_eq!(status(Some(DependencyState::Connected)), ToolStatus::Healthy);
+        assert_eq!(
+            status(Some(DependencyState::Connected)),
+            ToolStatus::Healthy
+        );
         // The dependency decides first.
         assert_eq!(status(Some(DependencyState::Unknown)), ToolStatus::Degraded);
         assert_eq!(
@@ -491,8 +504,14 @@ mod tests {
             last_success: None,
             last_error: None,
         };
-        assert_eq!(never.status(Some(DependencyState::Unavailable)), ToolStatus::Unavailable);
-        assert_eq!(never.status(Some(DependencyState::Connected)), ToolStatus::Healthy);
+        assert_eq!(
+            never.status(Some(DependencyState::Unavailable)),
+            ToolStatus::Unavailable
+        );
+        assert_eq!(
+            never.status(Some(DependencyState::Connected)),
+            ToolStatus::Healthy
+        );
     }
 
     #[test]

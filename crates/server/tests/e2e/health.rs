@@ -68,7 +68,11 @@ async fn no_tool_that_can_run_is_503_with_the_report_and_some_is_degraded() {
         (health.status.as_u16(), health.code()),
         (503, "SERVICE_UNAVAILABLE")
     );
-    assert!(health.headers.contains_key("retry-after"), "{:?}", health.headers);
+    assert!(
+        health.headers.contains_key("retry-after"),
+        "{:?}",
+        health.headers
+    );
     let report = &health.body["meta"]["health"];
     assert_eq!(report["status"], "unavailable", "{report}");
     assert_eq!(report["state"], "UNAVAILABLE");
@@ -105,10 +109,18 @@ async fn tool_statistics_after_known_calls() {
     );
     let gw = Gateway::start("tool-stats", &extra).await;
     for i in 0..5 {
-        assert_eq!(call(&gw, "echo", json!({"message": i.to_string()})).await.status, 200);
+        assert_eq!(
+            call(&gw, "echo", json!({"message": i.to_string()}))
+                .await
+                .status,
+            200
+        );
     }
     // The caller's mistake: refused before the tool runs, not the tool's failure.
-    assert_eq!(call(&gw, "echo", json!({})).await.code(), "INVALID_ARGUMENTS");
+    assert_eq!(
+        call(&gw, "echo", json!({})).await.code(),
+        "INVALID_ARGUMENTS"
+    );
     // One more through the MCP surface: both surfaces count.
     let mcp = McpSession::open(&gw).await;
     let answer = mcp
@@ -219,7 +231,10 @@ providers:
     }
     // Inline checks took a full check budget (1000 ms) per request; a generous bound for a
     // debug build on a busy machine (the release figure is in docs/performance.md).
-    assert!(slowest < Duration::from_millis(200), "slowest /health: {slowest:?}");
+    assert!(
+        slowest < Duration::from_millis(200),
+        "slowest /health: {slowest:?}"
+    );
 
     let deps = &last["dependencies"];
     assert_eq!(deps["closed"]["status"], "unavailable", "{deps}");
@@ -269,5 +284,8 @@ async fn a_change_of_state_shows_at_once_not_at_the_next_periodic_check() {
     assert!(at > checked_at, "{at} after {checked_at}");
     // And back, once the restarted child has finished its handshake.
     until_dependency(&gw, "everything", "connected", Duration::from_secs(10)).await;
-    assert_eq!(call(&gw, "echo", json!({"message": "back"})).await.status, 200);
+    assert_eq!(
+        call(&gw, "echo", json!({"message": "back"})).await.status,
+        200
+    );
 }

@@ -214,7 +214,11 @@ async fn a_child_killed_under_many_calls_restarts_once() {
             continue;
         }
         let a = call(&gw, "echo", json!({"message": "after connected"})).await;
-        assert_eq!(a.status, 200, "a call after /health said connected: {}", a.body);
+        assert_eq!(
+            a.status, 200,
+            "a call after /health said connected: {}",
+            a.body
+        );
         through += 1;
     }
     assert!(seen_down, "/health never said the killed child was down");

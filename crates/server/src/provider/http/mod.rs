@@ -391,7 +391,7 @@ impl Provider for HttpProvider {
 
     fn needs_dependency(&self, tool: &str) -> bool {
         // The usage tool answers from the gateway's own counter.
-        !self.usage.as_ref().is_some_and(|(name, _)| name == tool)
+        self.usage.as_ref().is_none_or(|(name, _)| name != tool)
     }
 
     fn validate_output(&self) -> OutputValidation {
