@@ -68,13 +68,14 @@ usage() {
 Usage: services-manager.sh COMMAND [SERVICE] [OPTIONS]
 
 Commands (each for every enabled service of the registry, or for the one SERVICE named):
-  start     Start, then wait until each answers GET /health with 200 (healthy or degraded);
-            say which did not come up and why (its last log lines).
+  start     Start, then wait until each answers GET /health as running (healthy, degraded, or
+            unavailable: 503, no tool can run); say which did not come up and why (its last log
+            lines).
   stop      SIGTERM, wait for the gateway's drain (limits.shutdown_grace_ms of the service's
             config + 1 s), SIGKILL only after that (and say so).
   restart   stop, then start.
   status    A table: service, port, pid, state, health, uptime. GREEN = running and healthy,
-            YELLOW = degraded (or answering but not run by this script), RED = down.
+            YELLOW = degraded or unavailable (or answering but not run by this script), RED = down.
   logs      The last lines of the service's log (of every service's, each line prefixed with
             the service's name); -f follows them.
   health    GET /health, pretty-printed (all services: one JSON object by service name).
@@ -111,9 +112,9 @@ A registry entry is `{ name: NAME, url: "http://HOST:PORT", enabled: true }`; en
 `enabled: false` are skipped. Process mode starts `mcp-http-gateway serve --config
 <config dir>/NAME.yaml` in its own session, detached from the terminal.
 
-Exit codes: 0 all good (every service concerned is up: healthy or degraded); 1 some service is
-down, did not start or stop, or an operation failed; 2 usage error (unknown command, option or
-service).
+Exit codes: 0 all good (every service concerned is up: healthy, degraded or unavailable); 1 some
+service is down, did not start or stop, or an operation failed; 2 usage error (unknown command,
+option or service).
 EOF
 }
 

@@ -5,8 +5,8 @@
 # shellcheck disable=SC2154,SC2034 # $tmp and S_* are services-manager.sh's; HP_* are for its commands
 #
 # probe_all I... asks; probe_read I then sets HP_CODE (000 = no answer), HP_CURL_RC (curl's exit
-# status: 7 = connection refused), HP_HEALTH (healthy, degraded, starting, stopping, unhealthy,
-# down), HP_STATE, HP_UPTIME, HP_SERVICE (the name it answered with), HP_BODY (a file) and
+# status: 7 = connection refused), HP_HEALTH (healthy, degraded, unavailable, starting, stopping,
+# unhealthy, down), HP_STATE, HP_UPTIME, HP_SERVICE (the name it answered with), HP_BODY (a file) and
 # HP_AT_MS (when the answer came).
 
 probe_all() {
@@ -47,6 +47,8 @@ probe_read() {
   case "$HP_CODE:$HP_STATE" in
     200:HEALTHY) HP_HEALTH=healthy ;;
     200:DEGRADED) HP_HEALTH=degraded ;;
+    # Running, but no tool can run (every backend missing): up, as degraded is.
+    503:UNAVAILABLE) HP_HEALTH=unavailable ;;
     *:INITIALIZING) HP_HEALTH=starting ;;
     *:SHUTTING_DOWN | *:STOPPED) HP_HEALTH=stopping ;;
     *) HP_HEALTH=unhealthy ;;
@@ -55,9 +57,13 @@ probe_read() {
 
 probe() { probe_all "$1"; probe_read "$1"; }
 
-# The "up" criterion: /health answers 200, healthy or degraded, as the service we asked for.
+# The "up" criterion: /health answers as the service we asked for, running: healthy, degraded,
+# or unavailable (503 UNAVAILABLE: running, but no tool can run until its backend is there).
 is_up() { # i, after probe_read i
-  case "$HP_HEALTH" in healthy | degraded) [ "$HP_SERVICE" = "${S_NAME[$1]}" ] ;; *) return 1 ;; esac
+  case "$HP_HEALTH" in
+    healthy | degraded | unavailable) [ "$HP_SERVICE" = "${S_NAME[$1]}" ] ;;
+    *) return 1 ;;
+  esac
 }
 
 # Who listens on a TCP port (best effort: ss on Linux, lsof elsewhere).

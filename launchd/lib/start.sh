@@ -41,7 +41,7 @@ explain_not_up() {
   log_tail "$i"
 }
 
-# start [SERVICE]: status 0 when every target is up (healthy or degraded), else 1.
+# start [SERVICE]: status 0 when every target is up (healthy, degraded or unavailable), else 1.
 cmd_start() {
   local started_ms i pending=() failed=() still=() up_ms name spin=0 frames="|/-\\" waited rc
   started_ms="$(now_ms)"
@@ -87,7 +87,7 @@ cmd_start() {
         if [ "$HP_HEALTH" = healthy ]; then
           echo "${C_GREEN}$name: up in $(fmt_ms "$up_ms") (healthy)${C_OFF}"
         else
-          echo "${C_YELLOW}$name: up in $(fmt_ms "$up_ms") (degraded: see services-manager.sh health $name)${C_OFF}"
+          echo "${C_YELLOW}$name: up in $(fmt_ms "$up_ms") ($HP_HEALTH: see services-manager.sh health $name)${C_OFF}"
         fi
         continue
       fi

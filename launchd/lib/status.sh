@@ -42,7 +42,7 @@ cmd_status() {
     fi
     case "$state:$health" in
       running:healthy) color=green ;;
-      running:degraded | running:starting | unmanaged:healthy | unmanaged:degraded) color=yellow ;;
+      running:degraded | running:unavailable | running:starting | unmanaged:healthy | unmanaged:degraded | unmanaged:unavailable) color=yellow ;;
       *) color=red ;;
     esac
     if [ "$color" = red ]; then any_red=1; up=false; else up=true; fi
@@ -96,7 +96,7 @@ cmd_health() {
       rc=1
     else
       body="$(cat "$HP_BODY")"
-      case "$HP_HEALTH" in healthy | degraded) ;; *) rc=1 ;; esac
+      case "$HP_HEALTH" in healthy | degraded | unavailable) ;; *) rc=1 ;; esac
       [ -n "$body" ] || body=null
     fi
     if [ "${#targets[@]}" -eq 1 ]; then

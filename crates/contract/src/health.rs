@@ -1,19 +1,23 @@
-//! The health report of a service and of each dependency behind it.
+//! The health report of a service, of each dependency behind it and of each tool.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::ErrorCode;
+
 /// The service as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
-    /// Serving, every dependency connected.
+    /// Serving, every dependency connected, every tool can run.
     Healthy,
-    /// Serving, some dependency not connected: the tools behind it answer EXECUTION_ERROR.
+    /// Serving, but some dependency is not connected (or not known to be): the tools behind a
+    /// missing one answer EXECUTION_ERROR at once.
     Degraded,
-    /// Not serving: initializing or shutting down (GET /health answers 503).
+    /// Not serving (GET /health answers 503): initializing, shutting down, or no tool can run
+    /// (every tool's dependency is unavailable, or there are no tools because a provider is down).
     Unavailable,
 }
 
@@ -41,17 +45,83 @@ pub struct DependencyStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(format = DateTime)]
     pub last_ok: Option<String>,
+    /// When this status was found (RFC 3339, UTC, milliseconds): checks run in the background,
+    /// GET /health answers the last result. Absent (with status `unknown`) before the first
+    /// check of this dependency has finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub checked_at: Option<String>,
+}
+
+/// One tool's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    /// Its dependency is connected and fewer than a quarter of its recent calls failed.
+    Healthy,
+    /// It can run, but a quarter or more of its recent calls (at least 4 in the window) failed,
+    /// or its dependency's state is unknown (a check that did not answer in time).
+    Degraded,
+    /// Its dependency is unavailable: calls fail at once without reaching it.
+    Unavailable,
+}
+
+/// The last failure of a tool that counts against it (EXECUTION_ERROR, TIMEOUT, INTERNAL_ERROR).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ToolFailure {
+    /// When it failed (RFC 3339, UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub at: String,
+    pub code: ErrorCode,
+    /// The error as the caller got it (at most 256 characters).
+    pub message: String,
+}
+
+/// One tool's statistics since the service started, and over its recent window: the calls of
+/// the last 5 minutes (error rate) and, of those, at most the last 128 (latency percentiles).
+/// Counted are the calls that passed argument validation and reached the provider; only the
+/// tool's own failures (EXECUTION_ERROR, TIMEOUT, INTERNAL_ERROR) count as errors, not the
+/// caller's mistakes (INVALID_ARGUMENTS, also when the upstream says so) nor refusals before
+/// the tool ran (rate limit, admission).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolHealth {
+    pub status: ToolStatus,
+    /// Calls since the service started.
+    #[schema(minimum = 0)]
+    pub calls: u64,
+    /// Failed ÷ all calls in the last 5 minutes; 0 with no calls.
+    #[schema(minimum = 0, maximum = 1)]
+    pub error_rate: f64,
+    /// When a call last succeeded (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_success: Option<String>,
+    /// The last failure that counted as the tool's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<ToolFailure>,
+    /// Median call duration in the window, in milliseconds (absent with no calls in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub p50_ms: Option<f64>,
+    /// 95th percentile call duration in the window, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub p95_ms: Option<f64>,
+    /// Calls in the last minute (counted in 10-second buckets: the last 50 to 60 seconds).
+    #[schema(minimum = 0)]
+    pub queries_per_minute: u64,
 }
 
 /// `data` of GET /health (and `meta.health` when it answers 503).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HealthResponse {
     pub status: HealthStatus,
     /// The service's name.
     pub service: String,
     /// The service's version.
     pub version: String,
-    /// Lifecycle state: INITIALIZING, HEALTHY, DEGRADED, SHUTTING_DOWN.
+    /// Lifecycle state: INITIALIZING, HEALTHY, DEGRADED, UNAVAILABLE (running, no tool can
+    /// run), SHUTTING_DOWN.
     pub state: String,
     /// Seconds since the service started; never decreases.
     #[schema(minimum = 0)]
@@ -63,6 +133,9 @@ pub struct HealthResponse {
     #[serde(default)]
     #[schema(minimum = 0)]
     pub queued_calls: u64,
-    /// Each dependency by name (for `mcp` providers, the provider's name).
+    /// Each dependency by name (for `mcp` providers, the provider's name), as last checked.
     pub dependencies: BTreeMap<String, DependencyStatus>,
+    /// Each tool the service lists, by name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolHealth>,
 }

@@ -28,7 +28,8 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse,
-    HealthStatus, Meta, ToolRequest, ToolSchema, ToolsResponse, ValidationIssue,
+    HealthStatus, Meta, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
+    ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -117,10 +118,11 @@ const OPERATIONS: &[Operation] = &[
         path: "/health",
         method: HttpMethod::Get,
         id: "getHealth",
-        summary: "Health of the service and its dependencies",
+        summary: "Health of the service, its dependencies and its tools",
         description: "200 with the report when healthy or degraded; 503 SERVICE_UNAVAILABLE with the \
-            same report in `meta.health` while initializing or shutting down. Never rate limited, \
-            never requires an API key.",
+            same report in `meta.health` while initializing or shutting down, or when no tool can \
+            run. Answered at once from the last background checks (`checked_at` says when each \
+            was made). Never rate limited, never requires an API key.",
         success: "HealthEnvelope",
         errors: &[
             ErrorCode::InvalidRequest,
@@ -392,6 +394,34 @@ fn is_call(op: &Operation) -> bool {
 }
 
 fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> HealthResponse {
+    let tool = match dep.status {
+        DependencyState::Connected => ToolHealth {
+            status: ToolStatus::Healthy,
+            calls: 1520,
+            error_rate: 0.01,
+            last_success: Some(EXAMPLE_TIMESTAMP.into()),
+            last_error: Some(ToolFailure {
+                at: EXAMPLE_TIMESTAMP.into(),
+                code: ErrorCode::Timeout,
+                message:
+                    "Tool 'search_docs' did not answer within 30000 ms; the call was cancelled"
+                        .into(),
+            }),
+            p50_ms: Some(12.5),
+            p95_ms: Some(48.0),
+            queries_per_minute: 42,
+        },
+        _ => ToolHealth {
+            status: ToolStatus::Unavailable,
+            calls: 0,
+            error_rate: 0.0,
+            last_success: None,
+            last_error: None,
+            p50_ms: None,
+            p95_ms: None,
+            queries_per_minute: 0,
+        },
+    };
     HealthResponse {
         status,
         service: "docwell".into(),
@@ -401,6 +431,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         active_calls: 0,
         queued_calls: 0,
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
+        tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
     }
 }
 
@@ -435,6 +466,7 @@ fn success_example(op: &Operation) -> Value {
                     response_time_ms: Some(2),
                     error: None,
                     last_ok: Some(EXAMPLE_TIMESTAMP.into()),
+                    checked_at: Some(EXAMPLE_TIMESTAMP.into()),
                 },
             ))
             .expect("example serializes"),
@@ -493,6 +525,7 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
                 response_time_ms: None,
                 error: Some("starting".into()),
                 last_ok: None,
+                checked_at: None,
             },
         ));
     }
@@ -548,6 +581,9 @@ fn components() -> utoipa::openapi::Components {
         (HealthStatus::name(), HealthStatus::schema()),
         (DependencyStatus::name(), DependencyStatus::schema()),
         (DependencyState::name(), DependencyState::schema()),
+        (ToolHealth::name(), ToolHealth::schema()),
+        (ToolStatus::name(), ToolStatus::schema()),
+        (ToolFailure::name(), ToolFailure::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

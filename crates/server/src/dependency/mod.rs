@@ -64,6 +64,7 @@ impl HealthRecord {
             response_time_ms: Some(started.elapsed().as_millis() as u64),
             error: None,
             last_ok: Some(now),
+            checked_at: None,
         }
     }
 
@@ -73,6 +74,7 @@ impl HealthRecord {
             response_time_ms: Some(started.elapsed().as_millis() as u64),
             error: Some(error),
             last_ok: self.last_ok.write_unpoisoned().clone(),
+            checked_at: None,
         }
     }
 }

@@ -75,12 +75,16 @@ async fn run(
 }
 
 pub async fn health(State(service): State<Arc<Service>>) -> Reply {
-    let report = service.health().await;
+    let report = service.health();
     if report.status == HealthStatus::Unavailable {
-        let message = format!(
-            "Service is {}",
-            report.state.to_lowercase().replace('_', " ")
-        );
+        let message = if report.state == "UNAVAILABLE" {
+            "Service is unavailable: no tool can run (see meta.health)".to_owned()
+        } else {
+            format!(
+                "Service is {}",
+                report.state.to_lowercase().replace('_', " ")
+            )
+        };
         Reply::error(ErrorCode::ServiceUnavailable, message)
             .with_meta(Meta {
                 health: Some(report),

@@ -119,6 +119,12 @@ pub trait Provider: Send + Sync {
         self.name()
     }
 
+    /// Whether `tool` needs the dependency to run (a tool answered by the gateway itself does
+    /// not, and stays available while the dependency is down).
+    fn needs_dependency(&self, _tool: &str) -> bool {
+        true
+    }
+
     /// The connection to the MCP server behind this provider, for passing resources and
     /// prompts through; `None` for other kinds and while disconnected.
     fn mcp_peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {
@@ -163,6 +169,8 @@ pub fn with_hint(message: &str, hint: Option<&str>) -> String {
 #[derive(Clone)]
 pub struct ProviderHooks {
     pub tools_changed: Arc<Notify>,
+    /// Where to say a dependency's state changed (the service checks it again at once).
+    pub health_changed: Arc<Notify>,
     pub shutdown: Shutdown,
     /// The service's client MCP sessions, for what an MCP server sends its client.
     pub downstreams: mcp::downstream::Downstreams,

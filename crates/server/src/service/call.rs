@@ -129,6 +129,7 @@ impl Service {
             progress,
         };
         let _active = ActiveCall::start(&self.active_calls);
+        let started = std::time::Instant::now();
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
         let outcome = tokio::time::timeout(
@@ -136,7 +137,7 @@ impl Service {
             entry.provider.call(tool, arguments, &cx),
         )
         .await;
-        match outcome {
+        let result = match outcome {
             Ok(Ok(data)) => checked_output(tool, entry, data),
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
@@ -146,7 +147,9 @@ impl Service {
                     timeout.as_millis()
                 ),
             )),
-        }
+        };
+        self.after_call(tool, started, &result);
+        result
     }
 }
 

@@ -1,50 +1,107 @@
-//! The health of a running service: its phase and each dependency's state, checked on demand
-//! (shared by the requests of one second) and in the background, where changes are logged.
+//! The health of a running service: its phase, each dependency's last check and each tool's
+//! statistics, answered at once from what is already known.
+//!
+//! Dependency checks never run inside a GET /health request. They run in the background: at
+//! start, every `monitoring.health_check_interval`, and whenever a provider says its state
+//! changed (an MCP server died or came back) or the tool set was rebuilt. Each provider's check
+//! is its own task, bounded by [`CHECK_BUDGET`], and stores its result with `checked_at` as it
+//! finishes, so one dependency that never answers holds up no other. A check asked for while
+//! one of the same provider runs is run again right after it, so a change is never hidden by
+//! a check that started before it.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use contract::{DependencyState, DependencyStatus, HealthResponse, HealthStatus};
+use contract::{
+    DependencyState, DependencyStatus, HealthResponse, HealthStatus, ToolHealth, ToolStatus,
+};
+use tokio::sync::{Notify, watch};
 
 use super::Service;
 use super::lifecycle::Phase;
-use super::toolset::ToolSet;
+use super::stats::ToolSnapshot;
 use crate::provider::Provider;
+use crate::sync::Unpoisoned;
 
-/// How long one dependency check may take when /health asks.
+/// How long one dependency check may take; past it the dependency is `unknown`.
 const CHECK_BUDGET: Duration = Duration::from_secs(1);
-/// Dependency checks are shared by the GET /health requests of this long: under load the
-/// endpoint answers from one check per second instead of pinging every upstream per request.
-const CHECK_SHARED_FOR: Duration = Duration::from_secs(1);
+/// Calls ask for a check at most this often (see [`Service::after_call`]).
+const CALL_HINT_SPACING: Duration = Duration::from_secs(1);
 
-/// The last dependency checks: when, for which tool set, what they said.
-pub(super) struct LastChecks {
-    at: Instant,
-    toolset: Arc<ToolSet>,
-    dependencies: BTreeMap<String, DependencyStatus>,
+/// The last result of every dependency check, and the checks running now.
+pub(super) struct Checks {
+    /// By dependency name.
+    results: RwLock<BTreeMap<String, DependencyStatus>>,
+    /// By provider name: a check is running; `true` when another was asked for meanwhile.
+    running: Mutex<HashMap<String, bool>>,
+    /// Providers (and the service, on a rebuild) say here that a dependency's state changed.
+    pub(super) changed: Arc<Notify>,
+    /// Bumped at each stored result (start waits for the first round with it).
+    stored: watch::Sender<u64>,
+    /// Whether every dependency was connected at the last check (read on every call).
+    all_connected: AtomicBool,
+    /// Calls say here that a check may be due (taken at most once a second).
+    hinted: Notify,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks {
+            results: RwLock::default(),
+            running: Mutex::default(),
+            changed: Arc::new(Notify::new()),
+            stored: watch::channel(0).0,
+            all_connected: AtomicBool::new(true),
+            hinted: Notify::new(),
+        }
+    }
 }
 
 impl Service {
-    pub async fn health(&self) -> HealthResponse {
-        let dependencies = self.dependency_checks().await;
+    /// The report GET /health answers: no I/O, no waiting.
+    pub fn health(&self) -> HealthResponse {
+        let toolset = self.toolset();
+        let dependencies: BTreeMap<String, DependencyStatus> = {
+            let results = self.checks.results.read_unpoisoned();
+            toolset
+                .providers
+                .iter()
+                .map(|p| {
+                    let name = p.dependency_name();
+                    let status = results.get(name).cloned().unwrap_or_else(not_checked_yet);
+                    (name.to_owned(), status)
+                })
+                .collect()
+        };
+        let stats = self.stats.snapshot();
+        let tools: BTreeMap<String, ToolHealth> = toolset
+            .registry
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let entry = toolset.registry.get(&tool.name)?;
+                let dependency = entry
+                    .provider
+                    .needs_dependency(&tool.name)
+                    .then(|| dependencies.get(entry.provider.dependency_name()))
+                    .flatten()
+                    .map(|d| d.status);
+                let numbers = stats.get(&tool.name).cloned().unwrap_or_else(never_called);
+                Some((tool.name.clone(), numbers.to_health(dependency)))
+            })
+            .collect();
         let phase = self.lifecycle.phase();
         let status = match phase {
-            Phase::Running
-                if dependencies
-                    .values()
-                    .all(|d| d.status == DependencyState::Connected) =>
-            {
-                HealthStatus::Healthy
-            }
-            Phase::Running => HealthStatus::Degraded,
+            Phase::Running => overall(&dependencies, &tools),
             _ => HealthStatus::Unavailable,
         };
         let state = match (phase, status) {
             (Phase::Initializing, _) => "INITIALIZING",
             (Phase::Running, HealthStatus::Healthy) => "HEALTHY",
-            (Phase::Running, _) => "DEGRADED",
+            (Phase::Running, HealthStatus::Degraded) => "DEGRADED",
+            (Phase::Running, HealthStatus::Unavailable) => "UNAVAILABLE",
             (Phase::ShuttingDown, _) => "SHUTTING_DOWN",
             (Phase::Stopped, _) => "STOPPED",
         };
@@ -57,85 +114,300 @@ impl Service {
             active_calls: self.active_calls.load(Ordering::Acquire),
             queued_calls: self.admission.waiting(),
             dependencies,
+            tools,
         }
     }
 
-    /// Every dependency's status, checked now or by a request less than [`CHECK_SHARED_FOR`]
-    /// ago (for the same tool set: a reload checks again).
-    async fn dependency_checks(&self) -> BTreeMap<String, DependencyStatus> {
-        let toolset = self.toolset();
-        let mut last = self.last_checks.lock().await;
-        if let Some(last) = last.as_ref()
-            && last.at.elapsed() < CHECK_SHARED_FOR
-            && Arc::ptr_eq(&last.toolset, &toolset)
-        {
-            return last.dependencies.clone();
+    /// What a call's end tells: its statistics, and whether the dependencies should be checked
+    /// now. A call that went through while some dependency is recorded down, or that failed
+    /// (the database or API behind it may have gone), is the first sign of a change for the
+    /// kinds that have no connection to watch (Bolt, HTTP); the check it asks for is the one
+    /// that decides. Hints are taken once a second at most (a hint meanwhile waits, it is
+    /// not lost), so a storm of failing calls costs one check round a second.
+    pub(super) fn after_call(
+        &self,
+        tool: &str,
+        started: Instant,
+        result: &Result<serde_json::Value, super::CallFailure>,
+    ) {
+        self.stats.record_call(tool, started, result);
+        let hint = match result {
+            Ok(_) => !self.checks.all_connected.load(Ordering::Relaxed),
+            Err(failure) => {
+                super::stats::Counted::of(failure.code) == super::stats::Counted::Failure
+            }
+        };
+        if hint {
+            self.checks.hinted.notify_one();
         }
-        let dependencies = check_all(&toolset.providers).await;
-        *last = Some(LastChecks {
-            at: Instant::now(),
-            toolset,
-            dependencies: dependencies.clone(),
-        });
-        dependencies
     }
 
-    /// Checks the dependencies every `monitoring.health_check_interval` seconds and logs each
-    /// change of state, so an outage shows in the log even when nobody asks /health.
+    /// Checks every dependency now, then every `monitoring.health_check_interval` and on every
+    /// change a provider reports, until the service drains.
     pub(super) async fn watch_dependencies(self: Arc<Self>) {
-        let mut last: BTreeMap<String, DependencyState> = BTreeMap::new();
+        let mut hints_from = tokio::time::Instant::now();
         loop {
+            self.check_dependencies();
             let every = self.settings().config.monitoring.health_check_interval;
+            let hint = async {
+                tokio::time::sleep_until(hints_from).await;
+                self.checks.hinted.notified().await;
+            };
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
+                _ = self.checks.changed.notified() => {}
+                _ = hint => hints_from = tokio::time::Instant::now() + CALL_HINT_SPACING,
                 _ = self.drain.cancelled() => return,
             }
-            if self.lifecycle.phase() != Phase::Running {
-                return;
+        }
+    }
+
+    /// Waits (at most one check budget) until every provider's dependency has been checked once.
+    pub(super) async fn first_checks_done(&self) {
+        let mut stored = self.checks.stored.subscribe();
+        let providers = self.toolset().providers.clone();
+        let all_checked = |_: &u64| {
+            let results = self.checks.results.read_unpoisoned();
+            providers
+                .iter()
+                .all(|p| results.contains_key(p.dependency_name()))
+        };
+        let waited = tokio::time::timeout(
+            CHECK_BUDGET + Duration::from_millis(250),
+            stored.wait_for(all_checked),
+        )
+        .await;
+        drop(waited);
+    }
+
+    /// Starts a check of each provider's dependency, or asks a running one to go again.
+    fn check_dependencies(self: &Arc<Self>) {
+        for provider in self.toolset().providers.iter() {
+            {
+                let mut running = self.checks.running.write_unpoisoned();
+                if let Some(again) = running.get_mut(provider.name()) {
+                    *again = true;
+                    continue;
+                }
+                running.insert(provider.name().to_owned(), false);
             }
-            let providers = self.toolset().providers.clone();
-            for (name, status) in check_all(&providers).await {
-                let before = last.insert(name.clone(), status.status);
-                if before.is_some_and(|b| b != status.status)
-                    || (before.is_none() && status.status != DependencyState::Connected)
-                {
-                    match status.status {
-                        DependencyState::Connected => {
-                            tracing::info!(service = %self.name, dependency = %name, "dependency connected")
-                        }
+            let service = self.clone();
+            let provider = provider.clone();
+            self.drain.spawn(async move {
+                loop {
+                    let reports = check(&provider).await;
+                    service.store(reports);
+                    let mut running = service.checks.running.write_unpoisoned();
+                    match running.get_mut(provider.name()) {
+                        Some(again) if *again => *again = false,
                         _ => {
-                            tracing::warn!(service = %self.name, dependency = %name, state = ?status.status, error = status.error.as_deref(), "dependency not connected")
+                            running.remove(provider.name());
+                            return;
                         }
                     }
                 }
+            });
+        }
+    }
+
+    /// Keeps a check's results and logs each change of state, so an outage shows in the log
+    /// when it happens, whether anybody asks /health or not.
+    fn store(&self, reports: Vec<(String, DependencyStatus)>) {
+        let mut results = self.checks.results.write_unpoisoned();
+        for (name, mut status) in reports {
+            status.checked_at = Some(crate::clock::timestamp());
+            let previous = results.get(&name);
+            if status.last_ok.is_none() {
+                status.last_ok = previous.and_then(|p| p.last_ok.clone());
             }
+            let before = previous.map(|s| s.status);
+            if before != Some(status.status)
+                && (before.is_some() || status.status != DependencyState::Connected)
+            {
+                match status.status {
+                    DependencyState::Connected => {
+                        tracing::info!(service = %self.name, dependency = %name, "dependency connected")
+                    }
+                    _ => {
+                        tracing::warn!(service = %self.name, dependency = %name, state = ?status.status, error = status.error.as_deref(), "dependency not connected")
+                    }
+                }
+            }
+            results.insert(name, status);
+        }
+        // Dependencies of providers a reload removed are forgotten.
+        let providers = self.toolset().providers.clone();
+        results.retain(|name, _| providers.iter().any(|p| p.dependency_name() == name));
+        let all_connected = results
+            .values()
+            .all(|s| s.status == DependencyState::Connected);
+        self.checks
+            .all_connected
+            .store(all_connected, Ordering::Relaxed);
+        drop(results);
+        self.checks.stored.send_modify(|n| *n += 1);
+    }
+}
+
+/// The service's status while running, as the seeds define it: `unavailable` when no tool can
+/// run (every tool's dependency is unavailable, or there are no tools and a dependency is
+/// down), `degraded` when some tool cannot run or some dependency is not known to be
+/// connected, `healthy` otherwise. A tool degraded by its error rate can still run: it does
+/// not change the service's status.
+fn overall(
+    dependencies: &BTreeMap<String, DependencyStatus>,
+    tools: &BTreeMap<String, ToolHealth>,
+) -> HealthStatus {
+    let down = |s: DependencyState| s == DependencyState::Unavailable;
+    let can_run = tools
+        .values()
+        .filter(|t| t.status != ToolStatus::Unavailable)
+        .count();
+    let no_tool_can_run = if tools.is_empty() {
+        dependencies.values().any(|d| down(d.status))
+    } else {
+        can_run == 0
+    };
+    if no_tool_can_run {
+        HealthStatus::Unavailable
+    } else if can_run < tools.len()
+        || dependencies
+            .values()
+            .any(|d| d.status != DependencyState::Connected)
+    {
+        HealthStatus::Degraded
+    } else {
+        HealthStatus::Healthy
+    }
+}
+
+/// A provider's dependency check, within [`CHECK_BUDGET`]; a check that takes longer is
+/// `unknown`, and logged now.
+async fn check(provider: &Arc<dyn Provider>) -> Vec<(String, DependencyStatus)> {
+    let started = Instant::now();
+    match tokio::time::timeout(CHECK_BUDGET, provider.health()).await {
+        Ok(reports) => reports,
+        Err(_) => {
+            let error = format!(
+                "no answer to the health check within {} ms",
+                CHECK_BUDGET.as_millis()
+            );
+            tracing::warn!(
+                provider = provider.name(),
+                dependency = provider.dependency_name(),
+                "{error}"
+            );
+            vec![(
+                provider.dependency_name().to_owned(),
+                DependencyStatus {
+                    status: DependencyState::Unknown,
+                    response_time_ms: Some(started.elapsed().as_millis() as u64),
+                    error: Some(error),
+                    last_ok: None,
+                    checked_at: None,
+                },
+            )]
         }
     }
 }
 
-/// Checks every provider's dependencies at once, each within [`CHECK_BUDGET`]; a check that
-/// takes longer is reported `unknown`.
-async fn check_all(providers: &[Arc<dyn Provider>]) -> BTreeMap<String, DependencyStatus> {
-    let checks = providers.iter().map(|p| async move {
-        match tokio::time::timeout(CHECK_BUDGET, p.health()).await {
-            Ok(reports) => reports,
-            Err(_) => vec![(
-                p.dependency_name().to_owned(),
-                DependencyStatus {
-                    status: DependencyState::Unknown,
-                    response_time_ms: Some(CHECK_BUDGET.as_millis() as u64),
-                    error: Some(format!(
-                        "no answer to the health check within {} ms",
-                        CHECK_BUDGET.as_millis()
-                    )),
-                    last_ok: None,
-                },
-            )],
+/// What /health says of a dependency whose first check has not finished.
+fn not_checked_yet() -> DependencyStatus {
+    DependencyStatus {
+        status: DependencyState::Unknown,
+        response_time_ms: None,
+        error: Some("not checked yet".into()),
+        last_ok: None,
+        checked_at: None,
+    }
+}
+
+fn never_called() -> ToolSnapshot {
+    ToolSnapshot {
+        calls: 0,
+        failures: 0,
+        window_calls: 0,
+        window_failures: 0,
+        p50_ms: None,
+        p95_ms: None,
+        queries_per_minute: 0,
+        last_success: None,
+        last_error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dependency(status: DependencyState) -> DependencyStatus {
+        DependencyStatus {
+            status,
+            response_time_ms: None,
+            error: None,
+            last_ok: None,
+            checked_at: None,
         }
-    });
-    futures::future::join_all(checks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
+    }
+
+    fn tool(status: ToolStatus) -> ToolHealth {
+        never_called().to_health(match status {
+            ToolStatus::Unavailable => Some(DependencyState::Unavailable),
+            ToolStatus::Degraded => Some(DependencyState::Unknown),
+            ToolStatus::Healthy => Some(DependencyState::Connected),
+        })
+    }
+
+    fn status(deps: &[DependencyState], tools: &[ToolStatus]) -> HealthStatus {
+        let deps = deps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("d{i}"), dependency(*s)))
+            .collect();
+        let tools = tools
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("t{i}"), tool(*s)))
+            .collect();
+        overall(&deps, &tools)
+    }
+
+    #[test]
+    fn the_service_is_unavailable_only_when_no_tool_can_run() {
+        use DependencyState::*;
+        use ToolStatus as T;
+        assert_eq!(status(&[Connected], &[T::Healthy]), HealthStatus::Healthy);
+        assert_eq!(
+            status(&[Connected, Unavailable], &[T::Healthy, T::Unavailable]),
+            HealthStatus::Degraded
+        );
+        assert_eq!(
+            status(
+                &[Unavailable, Unavailable],
+                &[T::Unavailable, T::Unavailable]
+            ),
+            HealthStatus::Unavailable
+        );
+        // No tools because the only provider is down.
+        assert_eq!(status(&[Unavailable], &[]), HealthStatus::Unavailable);
+        // A provider down that offered no tools still degrades the others.
+        assert_eq!(
+            status(&[Connected, Unavailable], &[T::Healthy]),
+            HealthStatus::Degraded
+        );
+        // Unknown is not down: its tools may run.
+        assert_eq!(status(&[Unknown], &[T::Degraded]), HealthStatus::Degraded);
+        assert_eq!(status(&[Unknown], &[]), HealthStatus::Degraded);
+        // Nothing configured, nothing broken.
+        assert_eq!(status(&[], &[]), HealthStatus::Healthy);
+    }
+
+    #[test]
+    fn a_tool_degraded_by_its_errors_leaves_the_service_healthy() {
+        let mut noisy = tool(ToolStatus::Healthy);
+        noisy.status = ToolStatus::Degraded;
+        let deps = BTreeMap::from([("d".to_owned(), dependency(DependencyState::Connected))]);
+        let tools = BTreeMap::from([("t".to_owned(), noisy)]);
+        assert_eq!(overall(&deps, &tools), HealthStatus::Healthy);
+    }
 }

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod rate_limit;
 mod registry;
 mod settings;
+pub mod stats;
 mod toolset;
 
 use std::sync::atomic::AtomicU64;
@@ -23,12 +24,13 @@ use tokio::sync::Notify;
 
 use self::admission::Admission;
 pub use self::call::CallFailure;
-use self::health::LastChecks;
+use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::rate_limit::RateLimiter;
 pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
 pub use self::settings::Settings;
+use self::stats::ToolStats;
 use self::toolset::ToolSet;
 use crate::config::{ServiceConfig, diff};
 use crate::dependency;
@@ -70,9 +72,10 @@ pub struct Service {
     tools_changed: Arc<Notify>,
     /// Bumped whenever the tool list that clients see changes (MCP sessions watch it).
     tool_list_version: tokio::sync::watch::Sender<u64>,
-    /// The last dependency checks. The lock also makes concurrent requests wait for one check
-    /// rather than each running its own.
-    last_checks: tokio::sync::Mutex<Option<LastChecks>>,
+    /// The last dependency checks (made in the background; /health reads them).
+    checks: Checks,
+    /// Per-tool call statistics.
+    stats: ToolStats,
     /// Held while the tool set is rebuilt (a reload, a provider's list change), so a rebuild
     /// never installs a tool set computed from providers another rebuild has replaced.
     rebuilding: tokio::sync::Mutex<()>,
@@ -97,8 +100,10 @@ impl Service {
         let name = config.service.name.to_string();
         let version = config.version();
         let downstreams = Downstreams::default();
+        let checks = Checks::default();
         let hooks = ProviderHooks {
             tools_changed: tools_changed.clone(),
+            health_changed: checks.changed.clone(),
             shutdown: providers.clone(),
             downstreams: downstreams.clone(),
         };
@@ -122,7 +127,8 @@ impl Service {
             active_calls: AtomicU64::new(0),
             tools_changed,
             tool_list_version: tokio::sync::watch::channel(0).0,
-            last_checks: tokio::sync::Mutex::new(None),
+            checks,
+            stats: ToolStats::default(),
             rebuilding: tokio::sync::Mutex::new(()),
             drain,
             providers,
@@ -158,10 +164,12 @@ impl Service {
             });
         }
         self.install(providers, registry);
+        // The first checks start now and normally end before the service says it is ready.
+        self.drain.spawn(self.clone().watch_dependencies());
+        self.first_checks_done().await;
         self.lifecycle.set(Phase::Running);
         self.drain.spawn(self.clone().follow_tool_changes());
-        self.drain.spawn(self.clone().watch_dependencies());
-        let health = self.health().await;
+        let health = self.health();
         tracing::info!(service = %self.name, status = ?health.status, tools = self.toolset().registry.tools().len(), "service ready");
         Ok(())
     }
@@ -198,10 +206,14 @@ impl Service {
             registry,
             &self.admission,
         );
+        let listed = |name: &str| toolset.registry.get(name).is_some();
+        self.stats.retain(listed);
         *self.toolset.write_unpoisoned() = Arc::new(toolset);
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);
         }
+        // New providers are checked now, not at the next interval.
+        self.checks.changed.notify_one();
     }
 
     /// Applies a re-read configuration: providers whose entry is unchanged keep running, new
@@ -216,6 +228,7 @@ impl Service {
         let old_providers = self.toolset().providers.clone();
         let hooks = ProviderHooks {
             tools_changed: self.tools_changed.clone(),
+            health_changed: self.checks.changed.clone(),
             shutdown: self.providers.clone(),
             downstreams: self.downstreams.clone(),
         };
@@ -289,6 +302,11 @@ impl Service {
             .registry
             .get(tool)
             .is_some_and(|t| t.schema.output_schema.is_some())
+    }
+
+    /// Every tool's call statistics (for metrics; /health shows them in `data.tools`).
+    pub fn tool_stats(&self) -> &ToolStats {
+        &self.stats
     }
 
     pub fn openapi(&self) -> Arc<Value> {

@@ -240,10 +240,19 @@ async fn code_graph_rag_answers_the_fixture_and_survives_the_database_going_away
         "no hang: {}",
         a.body
     );
-    let health = get(&gw, "/health").await;
-    assert_eq!(health.body["data"]["status"], "degraded");
-    let memgraph = &health.body["data"]["dependencies"]["memgraph"];
-    assert_eq!(memgraph["status"], "unavailable");
+    // Every tool is a query on that database: no tool can run, so the service is unavailable.
+    let health = until_dependency(&gw, "memgraph", "unavailable", Duration::from_secs(10)).await;
+    health.assert_envelope();
+    assert_eq!(
+        (health.status.as_u16(), health.code()),
+        (503, "SERVICE_UNAVAILABLE")
+    );
+    assert_eq!(health.report()["status"], "unavailable");
+    assert_eq!(
+        health.report()["tools"]["query_callers"]["status"],
+        "unavailable"
+    );
+    let memgraph = &health.report()["dependencies"]["memgraph"];
     assert!(memgraph["last_ok"].is_string(), "{memgraph}");
     assert!(
         memgraph["error"]
@@ -270,20 +279,21 @@ async fn code_graph_rag_answers_the_fixture_and_survives_the_database_going_away
     )
     .await;
     assert_eq!(a.body["data"]["count"], 4);
-    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    eventually(Duration::from_secs(10), "healthy again", || async {
+        (get(&gw, "/health").await.body["data"]["status"] == "healthy").then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
-async fn code_graph_rag_without_a_database_starts_degraded() {
+async fn code_graph_rag_without_a_database_starts_unavailable() {
     let dead = format!("bolt://127.0.0.1:{}", free_port());
     let gw = start_shipped("code-graph-rag.yaml", &[("CODE_GRAPH_BOLT_URI", &dead)]).await;
+    // Its every tool needs the database: no tool can run.
     let health = get(&gw, "/health").await;
     assert_eq!(
-        (
-            health.status.as_u16(),
-            health.body["data"]["status"].as_str()
-        ),
-        (200, Some("degraded"))
+        (health.status.as_u16(), health.report()["status"].as_str()),
+        (503, Some("unavailable"))
     );
     let tools: Vec<Value> = get(&gw, "/tools").await.body["data"]["tools"]
         .as_array()

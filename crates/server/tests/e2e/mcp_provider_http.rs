@@ -172,7 +172,7 @@ async fn a_legacy_sse_upstream_is_bridged_lost_and_found_again() {
     drop(upstream);
     let down = until_dependency(&gw, "legacy", "unavailable", Duration::from_secs(20))
         .await
-        .body["data"]["dependencies"]["legacy"]
+        .report()["dependencies"]["legacy"]
         .clone();
     assert!(
         down["error"]
@@ -233,6 +233,10 @@ async fn streamable_http_upstream_down_and_back() {
         },
     )
     .await;
-    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    // The reconnect is pushed to /health by the provider: no periodic check to wait for.
+    eventually(Duration::from_secs(2), "healthy again", || async {
+        (get(&gw, "/health").await.body["data"]["status"] == "healthy").then_some(())
+    })
+    .await;
     drop(upstream);
 }

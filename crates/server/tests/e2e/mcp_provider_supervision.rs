@@ -65,7 +65,11 @@ async fn a_child_killed_mid_call_fails_the_call_then_recovers() {
     let after = gw.child_pids();
     assert_eq!(after.len(), 1);
     assert_ne!(after, before, "a new child");
-    assert_eq!(get(&gw, "/health").await.body["data"]["status"], "healthy");
+    // The reconnect is pushed to /health by the provider: no periodic check to wait for.
+    eventually(Duration::from_secs(2), "healthy again", || async {
+        (get(&gw, "/health").await.body["data"]["status"] == "healthy").then_some(())
+    })
+    .await;
     assert!(
         gw.logs().contains("MCP server unavailable"),
         "the crash is logged"
@@ -96,11 +100,12 @@ async fn calls_fail_fast_while_the_child_is_down() {
     // SAFETY: kill(2) on the gateway's child.
     unsafe { libc::kill(child as i32, libc::SIGKILL) };
 
+    // Its only provider is down: no tool can run.
     let health = until_dependency(&gw, "flaky", "unavailable", Duration::from_secs(10)).await;
-    assert_eq!(health.status, 200);
-    assert_eq!(health.body["data"]["status"], "degraded");
+    assert_eq!(health.status, 503);
+    assert_eq!(health.report()["status"], "unavailable");
     assert!(
-        health.body["data"]["dependencies"]["flaky"]["error"]
+        health.report()["dependencies"]["flaky"]["error"]
             .as_str()
             .unwrap()
             .contains("retrying in")
@@ -161,7 +166,8 @@ async fn no_child_outlives_a_sigkilled_gateway() {
 }
 
 /// A child killed under 100 calls in flight is restarted once, not once per failed call: once
-/// calls go through again, they keep going through, on the same new child.
+/// /health says "connected" again, calls go through and keep going through, on the same new
+/// child.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_child_killed_under_many_calls_restarts_once() {
     let extra = format!(
@@ -191,14 +197,31 @@ async fn a_child_killed_under_many_calls_restarts_once() {
         let a = call.await.unwrap();
         assert_eq!(a.code(), "EXECUTION_ERROR", "{}", a.body);
     }
-    eventually(
-        Duration::from_secs(30),
-        "calls going through again",
-        || async {
-            (call(&gw, "echo", json!({"message": "back"})).await.status == 200).then_some(())
-        },
-    )
-    .await;
+    // From now on, whenever /health says "connected", a call goes through: it must never say
+    // so for the dead child, nor for the new one before its handshake is done.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut seen_down, mut through) = (false, 0);
+    while through < 5 {
+        assert!(Instant::now() < deadline, "not connected again within 30 s");
+        let state = get(&gw, "/health").await.report()["dependencies"]["everything"]["status"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if state != "connected" {
+            assert_eq!(through, 0, "connected, then {state} again");
+            seen_down = true;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let a = call(&gw, "echo", json!({"message": "after connected"})).await;
+        assert_eq!(
+            a.status, 200,
+            "a call after /health said connected: {}",
+            a.body
+        );
+        through += 1;
+    }
+    assert!(seen_down, "/health never said the killed child was down");
     let child = gw.child_pids();
     for i in 0..20 {
         let a = call(&gw, "echo", json!({"message": format!("after {i}")})).await;

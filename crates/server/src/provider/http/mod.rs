@@ -389,6 +389,11 @@ impl Provider for HttpProvider {
         &self.api.name
     }
 
+    fn needs_dependency(&self, tool: &str) -> bool {
+        // The usage tool answers from the gateway's own counter.
+        self.usage.as_ref().is_none_or(|(name, _)| name != tool)
+    }
+
     fn validate_output(&self) -> OutputValidation {
         self.config.validate_output
     }

@@ -47,6 +47,8 @@ pub(super) struct Inner {
     pub(super) service: String,
     pub(super) endpoint: Endpoint,
     pub(super) tools_changed: Arc<Notify>,
+    /// Told at each change of the connection's state (the service checks it again at once).
+    pub(super) health_changed: Arc<Notify>,
     /// What to do with a result that violates its tool's output schema.
     pub(super) validate_output: OutputValidation,
     /// How often a connected server is pinged (`monitoring.health_check_interval`).
@@ -97,6 +99,7 @@ impl McpProvider {
             service: service.service.name.to_string(),
             endpoint,
             tools_changed: hooks.tools_changed,
+            health_changed: hooks.health_changed,
             validate_output: config.validate_output,
             check_every: service.monitoring.health_check_interval,
             setup_hint: config.setup_hint.clone(),
@@ -107,6 +110,7 @@ impl McpProvider {
                 response_time_ms: None,
                 error: Some("not connected yet".into()),
                 last_ok: None,
+                checked_at: None,
             }),
             refresh: Arc::new(Notify::new()),
             reconnect: Notify::new(),

@@ -57,9 +57,19 @@ impl Inner {
     }
 
     /// A call saw connection `generation` fail: reconnect, unless a newer one is already up.
+    /// When it is the live one, it is marked unavailable now: no call goes through it any more,
+    /// and /health must not say "connected" until the supervisor has torn it down.
     pub(super) fn connection_failed(&self, generation: u64) {
         self.failed_generation
             .fetch_max(generation, Ordering::AcqRel);
+        {
+            // Under the peer lock: a newer connection (set under it too) is never marked.
+            let mut live = self.peer.write_unpoisoned();
+            if live.is_some() && self.generation.load(Ordering::Acquire) == generation {
+                live.take();
+                self.record_unavailable("connection failed during a call".into());
+            }
+        }
         self.reconnect.notify_one();
     }
 
@@ -240,13 +250,21 @@ impl Inner {
             response_time_ms: Some(took.as_millis() as u64),
             error: None,
             last_ok: Some(crate::clock::timestamp()),
+            checked_at: None,
         };
         self.tools_changed.notify_one();
+        self.health_changed.notify_one();
     }
 
     fn set_unavailable(&self, why: String) {
         self.clear_peer();
+        self.record_unavailable(why);
+    }
+
+    /// Records the dependency as unavailable and says so to the service.
+    fn record_unavailable(&self, why: String) {
         let mut status = self.status.write_unpoisoned();
+        let changed = status.status != DependencyState::Unavailable;
         let message = format!("{why} ({})", self.endpoint.describe());
         *status = DependencyStatus {
             status: DependencyState::Unavailable,
@@ -256,7 +274,13 @@ impl Inner {
                 self.setup_hint.as_deref(),
             )),
             last_ok: status.last_ok.take(),
+            checked_at: None,
         };
+        drop(status);
+        // A retry that fails again is no news (the periodic check refreshes the message).
+        if changed {
+            self.health_changed.notify_one();
+        }
     }
 
     fn clear_peer(&self) {

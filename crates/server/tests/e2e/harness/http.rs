@@ -32,6 +32,15 @@ impl Answer {
         }
     }
 
+    /// A /health answer's report: `data`, or `meta.health` when it answered 503.
+    pub fn report(&self) -> &Value {
+        if self.body["data"].is_object() {
+            &self.body["data"]
+        } else {
+            &self.body["meta"]["health"]
+        }
+    }
+
     pub fn code(&self) -> &str {
         self.body["code"].as_str().unwrap_or("")
     }
@@ -89,7 +98,7 @@ pub async fn call(gateway: &Gateway, tool: &str, arguments: Value) -> Answer {
 pub async fn until_dependency(gw: &Gateway, name: &str, state: &str, within: Duration) -> Answer {
     eventually(within, &format!("{name} reported {state}"), || async {
         let health = get(gw, "/health").await;
-        (health.body["data"]["dependencies"][name]["status"] == state).then_some(health)
+        (health.report()["dependencies"][name]["status"] == state).then_some(health)
     })
     .await
 }

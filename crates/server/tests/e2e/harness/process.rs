@@ -88,7 +88,8 @@ impl Gateway {
         gateway
     }
 
-    /// Waits (at most 60 s) until /health says HEALTHY or DEGRADED; panics with the log if
+    /// Waits (at most 60 s) until /health says the service runs (HEALTHY, DEGRADED, or
+    /// UNAVAILABLE when no tool can run); panics with the log if
     /// the process exits first.
     pub async fn wait_running(&mut self) {
         let client = reqwest::Client::new();
@@ -101,8 +102,14 @@ impl Gateway {
                     return Some(Err(status));
                 }
                 let body = health.await.ok()?.json::<Value>().await.ok()?;
-                let state = body["data"]["state"].as_str().unwrap_or_default();
-                (state == "HEALTHY" || state == "DEGRADED").then_some(Ok(()))
+                // 503 (no tool can run) carries the report in meta.health.
+                let report = if body["data"].is_object() {
+                    &body["data"]
+                } else {
+                    &body["meta"]["health"]
+                };
+                let state = report["state"].as_str().unwrap_or_default();
+                matches!(state, "HEALTHY" | "DEGRADED" | "UNAVAILABLE").then_some(Ok(()))
             }
         })
         .await;
