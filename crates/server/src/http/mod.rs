@@ -1,14 +1,16 @@
 //! The HTTP surface of one service: the contract's routes, Swagger UI, and the layers that
 //! apply to every request.
 //!
-//! Layer order, outermost first: plain OPTIONS → CORS → envelope (methods, request id,
-//! envelope, log line) → lifecycle gate → API key → rate limit → panic catcher → routes.
+//! Layer order, outermost first: request metrics → plain OPTIONS → CORS → envelope (methods,
+//! request id, envelope, log line) → lifecycle gate → API key → rate limit → panic catcher →
+//! routes.
 
 mod cors;
 pub mod envelope;
 pub mod guards;
 pub mod handlers;
 mod methods;
+pub mod metrics;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
@@ -36,6 +38,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/tools/{name}", post(handlers::call_tool_by_name))
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
+        .route("/metrics", get(handlers::metrics))
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
         .with_state(service.clone());
@@ -53,6 +56,7 @@ pub fn router(service: Arc<Service>) -> Router {
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
+            .layer(from_fn_with_state(service.clone(), metrics::count_requests))
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))

@@ -1,4 +1,4 @@
-//! The rate-limit layer: every route but /health takes a token from the service's bucket
+//! The rate-limit layer: every route but /health and /metrics takes a token from the service's bucket
 //! ([`crate::service::rate_limit`]); past it the answer is 429 with `Retry-After`.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
-use super::guards::HEALTH;
+use super::guards::is_monitoring;
 use super::reply::Reply;
 use crate::service::Service;
 
@@ -17,9 +17,10 @@ pub async fn rate_limit(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.uri().path() != HEALTH
+    if !is_monitoring(request.uri().path())
         && let Err(retry_after) = service.rate_limiter.acquire()
     {
+        service.metrics.rate_limited();
         let limit = service.settings().config.security.rate_limit;
         return Reply::error(
             ErrorCode::RateLimited,

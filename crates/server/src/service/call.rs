@@ -2,7 +2,7 @@
 //! on its provider within the call timeout, and say why when it fails.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use contract::{ErrorCode, ValidationIssue};
 use serde_json::Value;
@@ -70,9 +70,12 @@ impl Service {
             return Err(CallFailure::new(ErrorCode::ToolNotFound, message));
         };
         let arguments = Value::Object(arguments);
+        let provider = entry.provider.name();
         if let Some(validator) = &entry.validator
             && let Err(issues) = validator.check(&arguments)
         {
+            self.metrics
+                .call_finished(tool, provider, None, Some(ErrorCode::InvalidArguments));
             return Err(CallFailure {
                 code: ErrorCode::InvalidArguments,
                 message: format!(
@@ -92,6 +95,7 @@ impl Service {
             progress,
         };
         let _active = ActiveCall::start(&self.active_calls);
+        let started = Instant::now();
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
         let outcome = tokio::time::timeout(
@@ -99,7 +103,8 @@ impl Service {
             entry.provider.call(tool, arguments, &cx),
         )
         .await;
-        match outcome {
+        let ran = started.elapsed();
+        let answer = match outcome {
             Ok(Ok(data)) => checked_output(tool, entry, data),
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
@@ -109,7 +114,11 @@ impl Service {
                     timeout.as_millis()
                 ),
             )),
-        }
+        };
+        let failure = answer.as_ref().err().map(|f| f.code);
+        self.metrics
+            .call_finished(tool, provider, Some(ran), failure);
+        answer
     }
 }
 

@@ -10,6 +10,7 @@ use contract::{DependencyState, DependencyStatus, HealthResponse, HealthStatus};
 
 use super::Service;
 use super::lifecycle::Phase;
+use super::metrics::ServiceMetrics;
 use super::toolset::ToolSet;
 use crate::provider::Provider;
 
@@ -70,7 +71,7 @@ impl Service {
         {
             return last.dependencies.clone();
         }
-        let dependencies = check_all(&toolset.providers).await;
+        let dependencies = check_all(&self.metrics, &toolset.providers).await;
         *last = Some(LastChecks {
             at: Instant::now(),
             toolset,
@@ -93,7 +94,7 @@ impl Service {
                 return;
             }
             let providers = self.toolset().providers.clone();
-            for (name, status) in check_all(&providers).await {
+            for (name, status) in check_all(&self.metrics, &providers).await {
                 let before = last.insert(name.clone(), status.status);
                 if before.is_some_and(|b| b != status.status)
                     || (before.is_none() && status.status != DependencyState::Connected)
@@ -113,10 +114,14 @@ impl Service {
 }
 
 /// Checks every provider's dependencies at once, each within [`CHECK_BUDGET`]; a check that
-/// takes longer is reported `unknown`.
-async fn check_all(providers: &[Arc<dyn Provider>]) -> BTreeMap<String, DependencyStatus> {
+/// takes longer is reported `unknown`. Each check's duration and verdict go to the metrics.
+async fn check_all(
+    metrics: &ServiceMetrics,
+    providers: &[Arc<dyn Provider>],
+) -> BTreeMap<String, DependencyStatus> {
     let checks = providers.iter().map(|p| async move {
-        match tokio::time::timeout(CHECK_BUDGET, p.health()).await {
+        let started = Instant::now();
+        let reports = match tokio::time::timeout(CHECK_BUDGET, p.health()).await {
             Ok(reports) => reports,
             Err(_) => vec![(
                 p.dependency_name().to_owned(),
@@ -130,7 +135,12 @@ async fn check_all(providers: &[Arc<dyn Provider>]) -> BTreeMap<String, Dependen
                     last_ok: None,
                 },
             )],
+        };
+        let took = started.elapsed();
+        for (name, status) in &reports {
+            metrics.dependency_checked(name, took, status.status == DependencyState::Connected);
         }
+        reports
     });
     futures::future::join_all(checks)
         .await

@@ -8,6 +8,7 @@
 mod call;
 mod health;
 pub mod lifecycle;
+pub mod metrics;
 pub mod rate_limit;
 mod registry;
 mod settings;
@@ -23,6 +24,7 @@ use tokio::sync::Notify;
 pub use self::call::CallFailure;
 use self::health::LastChecks;
 use self::lifecycle::{Lifecycle, Phase};
+use self::metrics::ServiceMetrics;
 use self::rate_limit::RateLimiter;
 pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
@@ -58,6 +60,8 @@ pub struct Service {
     pub version: String,
     pub lifecycle: Lifecycle,
     pub rate_limiter: RateLimiter,
+    /// The service's Prometheus series (GET /metrics).
+    pub metrics: Arc<ServiceMetrics>,
     started: Instant,
     settings: RwLock<Arc<Settings>>,
     toolset: RwLock<Arc<ToolSet>>,
@@ -101,6 +105,7 @@ impl Service {
         let toolset = ToolSet::new(&name, &version, &config, built, ToolRegistry::default());
         Ok(Arc::new(Service {
             rate_limiter: RateLimiter::new(config.security.rate_limit),
+            metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
             toolset: RwLock::new(Arc::new(toolset)),
@@ -183,6 +188,16 @@ impl Service {
             providers,
             registry,
         );
+        let tools: Vec<(String, String)> = toolset
+            .registry
+            .tools()
+            .iter()
+            .filter_map(|t| {
+                let provider = toolset.registry.get(&t.name)?.provider.name().to_owned();
+                Some((t.name.clone(), provider))
+            })
+            .collect();
+        self.metrics.tools_installed(&tools);
         *self.toolset.write_unpoisoned() = Arc::new(toolset);
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);
