@@ -661,6 +661,11 @@ mod tests {
     }
 
     #[test]
+    fn the_content_type_is_the_contracts() {
+        assert!(CONTENT_TYPE.starts_with(contract::openapi::METRICS_MEDIA_TYPE));
+    }
+
+    #[test]
     fn label_values_are_escaped() {
         let metrics = ServiceMetrics::new("s");
         metrics.tools_installed(&[("we\"ird\\name".into(), "p".into())]);
