@@ -254,10 +254,12 @@ impl ServiceMetrics {
     /// first call), and the series of tools no longer served go away.
     pub fn tools_installed(&self, tools: &[(String, String)]) {
         let mut known = self.tools.write_unpoisoned();
-        for (tool, provider) in known.iter() {
-            if tools.contains(&(tool.clone(), provider.clone())) {
+        let served: std::collections::HashSet<&(String, String)> = tools.iter().collect();
+        for pair in known.iter() {
+            if served.contains(pair) {
                 continue;
             }
+            let (tool, provider) = pair;
             let _ = self.call_duration.remove_label_values(&[tool, provider]);
             let _ = self.timeouts.remove_label_values(&[tool, provider]);
             for outcome in std::iter::once(OK).chain(ErrorCode::ALL.iter().map(|c| c.as_str())) {
