@@ -46,6 +46,9 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         })
 }
 
+/// A series by name and some of its labels, and its value.
+type Expected<'a> = (&'a str, &'a [(&'a str, &'a str)], f64);
+
 /// `promtool check metrics` on `text`: its verdict and what it said.
 fn promtool_check(text: &str) -> (bool, String) {
     use std::io::Write;
@@ -220,7 +223,7 @@ async fn scraped_by_a_real_prometheus_and_clean_for_promtool() {
 
     let echo = [("tool", "echo"), ("provider", "everything")];
     let calls = "mcp_http_gateway_tool_calls_total";
-    let expectations: &[(&str, &[(&str, &str)], f64)] = &[
+    let expectations: &[Expected] = &[
         (calls, &[echo[0], echo[1], ("outcome", "ok")], 4.0),
         (calls, &[echo[0], ("outcome", "INVALID_ARGUMENTS")], 1.0),
         (
