@@ -84,8 +84,12 @@ mod tests {
     use tower::ServiceExt;
 
     fn service() -> Arc<Service> {
+        service_with("")
+    }
+
+    fn service_with(extra: &str) -> Arc<Service> {
         let config = crate::config::ServiceConfig::parse(
-            "service: { name: unit, port: 9999 }\n",
+            &format!("service: {{ name: unit, port: 9999 }}\n{extra}"),
             "unit.yaml",
             std::path::PathBuf::from("."),
         )
@@ -124,6 +128,42 @@ mod tests {
         assert_eq!(
             envelope.error.as_deref(),
             Some("Internal error while handling the request")
+        );
+    }
+
+    /// A scrape must see a service that is starting or draining, and is never throttled.
+    #[tokio::test]
+    async fn metrics_pass_the_lifecycle_gate_and_the_rate_limit() {
+        let service =
+            service_with("monitoring: { metrics_enabled: true }\nsecurity: { rate_limit: 10 }\n");
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::Initializing);
+        let app = router(service.clone());
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let tools = app.clone().oneshot(get("/tools")).await.unwrap();
+        assert_eq!(tools.status(), StatusCode::SERVICE_UNAVAILABLE);
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::ShuttingDown);
+        for _ in 0..50 {
+            let response = app.clone().oneshot(get("/metrics")).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                response.headers()["content-type"],
+                crate::service::metrics::CONTENT_TYPE
+            );
+        }
+        let text = service.metrics_text();
+        assert!(
+            text.contains(
+                "mcp_http_gateway_http_requests_total{code=\"none\",route=\"/metrics\",status=\"200\",service=\"unit\"} 50"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("code=\"SERVICE_UNAVAILABLE\",route=\"/tools\",status=\"503\""),
+            "{text}"
         );
     }
 }
