@@ -6,7 +6,9 @@
 # generator's tests type-check the generated Python with it); and the tools the contract-fidelity
 # tests run on the per-service OpenAPI document, pinned: openapi-spec-validator,
 # openapi-python-client and mypy in .deps/openapi-venv, openapi-typescript and typescript in
-# .deps/openapi-ts, and Chromium (Swagger UI rendered headless) from the system's packages.
+# .deps/openapi-ts, and Chromium (Swagger UI rendered headless) from the system's packages; and
+# Prometheus (the package ships `prometheus` and `promtool`: the metrics test scrapes the gateway
+# with a real one and lints /metrics with promtool).
 # Idempotent: a tool already there is left alone. Exit 1, saying what to do, when a tool cannot
 # be installed.
 set -euo pipefail
@@ -15,7 +17,7 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/install-test-tools.sh [--help]
 
-Makes sure `bats`, `shellcheck` and `chromium` are on PATH, installing the missing ones with
+Makes sure `bats`, `shellcheck`, `chromium` and `prometheus` (with `promtool`) are on PATH, installing the missing ones with
 apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
 in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
 in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
@@ -89,7 +91,7 @@ else
 fi
 
 missing=()
-for tool in bats shellcheck chromium; do
+for tool in bats shellcheck chromium prometheus; do
   if command -v "$tool" >/dev/null 2>&1; then
     say "$tool is installed ($(command -v "$tool"))"
   else
@@ -141,3 +143,5 @@ for tool in "${missing[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || { say "$tool is still not on PATH after installing it"; exit 1; }
   say "installed $tool ($(command -v "$tool"))"
 done
+# The prometheus package brings promtool along.
+command -v promtool >/dev/null 2>&1 || { say "promtool is not on PATH (it comes with the prometheus package)"; exit 1; }

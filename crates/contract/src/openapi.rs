@@ -51,6 +51,9 @@ const REQUEST_ID_RULE: &str = "A UUID v4 in the hyphenated form, any case (versi
 pub const REGENERATE_COMMAND: &str =
     "cargo run -q -p mcp-http-gateway -- openapi > openapi/openapi.yaml";
 
+/// The media type of GET /metrics: the Prometheus text exposition format.
+pub const METRICS_MEDIA_TYPE: &str = "text/plain; version=0.0.4";
+
 /// The operations of the contract, with the error codes each can answer.
 struct Operation {
     path: &'static str,
@@ -131,6 +134,25 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::ServiceUnavailable,
         ],
     },
+    Operation {
+        path: "/metrics",
+        method: HttpMethod::Get,
+        id: "getMetrics",
+        summary: "The service's metrics for Prometheus",
+        description: "The service's series in the Prometheus text exposition format (0.0.4), \
+            when `monitoring.metrics_enabled` is on; while it is off, 404 NOT_FOUND as for an \
+            unknown route. Never rate limited, answered while initializing or shutting down; \
+            requires an API key when keys are enabled. Not an envelope: the only success body \
+            of the contract that is not.",
+        success: "",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::Unauthorized,
+            ErrorCode::NotFound,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::InternalError,
+        ],
+    },
 ];
 
 /// The contract as an OpenAPI 3.1 document.
@@ -166,7 +188,8 @@ fn info_description() -> String {
     let mut text = String::from(
         "Every mcp-http-gateway service answers this contract. Every response body of every \
          endpoint is the envelope `{success, data?, error?, code?, request_id, timestamp, meta?}`; \
-         every response carries `X-Request-Id`. An unknown route answers 404 NOT_FOUND and a known \
+         every response carries `X-Request-Id`. (The one exception is the success of GET /metrics, \
+         which is the Prometheus text format.) An unknown route answers 404 NOT_FOUND and a known \
          route with the wrong method 405 METHOD_NOT_ALLOWED, both as the envelope.\n\n\
          | code | HTTP status | meaning |\n|---|---|---|\n",
     );
@@ -200,6 +223,9 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
     if op.path == "/health" {
         builder = builder.tag("health");
     } else {
+        if op.path == "/metrics" {
+            builder = builder.tag("metrics");
+        }
         builder = builder
             .security(SecurityRequirement::default())
             .security(SecurityRequirement::new("apiKey", Vec::<String>::new()))
@@ -253,10 +279,10 @@ fn json_body(
         .build()
 }
 
-/// Whether the per-client rate limit counts the operation's requests (all but /health), so its
-/// answers carry the `RateLimit` headers.
+/// Whether the per-client rate limit counts the operation's requests (all but /health and
+/// /metrics), so its answers carry the `RateLimit` headers.
 fn rate_limited(op: &Operation) -> bool {
-    op.path != "/health"
+    op.path != "/health" && op.path != "/metrics"
 }
 
 /// The `RateLimit` and `RateLimit-Policy` headers (draft-ietf-httpapi-ratelimit-headers), on
@@ -293,19 +319,30 @@ fn with_rate_limit_headers(
 }
 
 fn responses(op: &Operation) -> utoipa::openapi::Responses {
-    let success = ResponseBuilder::new()
-        .description("Success: the envelope with `data`.")
-        .header("X-Request-Id", request_id_header());
-    let mut builder = ResponsesBuilder::new().response(
-        "200",
-        with_rate_limit_headers(success, op, 200).content(
+    let success = if op.id == "getMetrics" {
+        ResponseBuilder::new()
+            .description("Success: every series of the service, in the Prometheus text format.")
+            .header("X-Request-Id", request_id_header())
+            .content(
+                METRICS_MEDIA_TYPE,
+                ContentBuilder::new()
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                    .example(Some(Value::String(METRICS_EXAMPLE.into())))
+                    .build(),
+            )
+    } else {
+        let envelope = ResponseBuilder::new()
+            .description("Success: the envelope with `data`.")
+            .header("X-Request-Id", request_id_header());
+        with_rate_limit_headers(envelope, op, 200).content(
             "application/json",
             ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name(op.success)))
                 .example(Some(success_example(op)))
                 .build(),
-        ),
-    );
+        )
+    };
+    let mut builder = ResponsesBuilder::new().response("200", success);
     let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
     for code in op.errors {
         by_status.entry(code.http_status()).or_default().push(*code);
@@ -352,6 +389,16 @@ fn responses(op: &Operation) -> utoipa::openapi::Responses {
     }
     builder.build()
 }
+
+/// A few lines of GET /metrics, for the document.
+const METRICS_EXAMPLE: &str = "\
+# HELP mcp_http_gateway_build_info The gateway's version; always 1 (join on it for the version).
+# TYPE mcp_http_gateway_build_info gauge
+mcp_http_gateway_build_info{version=\"0.1.0\",service=\"docwell\"} 1
+# HELP mcp_http_gateway_tool_calls_total Tool calls of known tools, by tool, provider and outcome (ok, or the contract error code).
+# TYPE mcp_http_gateway_tool_calls_total counter
+mcp_http_gateway_tool_calls_total{outcome=\"ok\",provider=\"docs\",tool=\"search\",service=\"docwell\"} 42
+";
 
 fn request_id_header() -> utoipa::openapi::Header {
     HeaderBuilder::new()

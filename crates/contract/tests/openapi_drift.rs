@@ -26,7 +26,13 @@ fn committed_document_is_openapi_3_1() {
     let text = std::fs::read_to_string(path).expect("openapi/openapi.yaml exists");
     let doc: serde_json::Value = serde_saphyr::from_str(&text).expect("valid YAML");
     assert_eq!(doc["openapi"], "3.1.0");
-    for path in ["/tools", "/call-tool", "/tools/{name}", "/health"] {
+    for path in [
+        "/tools",
+        "/call-tool",
+        "/tools/{name}",
+        "/health",
+        "/metrics",
+    ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }
 }

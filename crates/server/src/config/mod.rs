@@ -116,6 +116,7 @@ pub enum LogFormat {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MonitoringSection {
+    /// Serve GET /metrics (Prometheus text format); off, it answers 404 like an unknown route.
     #[serde(default)]
     pub metrics_enabled: bool,
     /// Between dependency health checks; at least 10 s.

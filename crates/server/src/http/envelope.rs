@@ -119,6 +119,10 @@ fn finish(
         }
     };
     let mut response = response;
+    if let Some(code) = code {
+        // For the request metrics outside this layer.
+        response.extensions_mut().insert(code);
+    }
     if let Ok(value) = HeaderValue::from_str(request_id.as_str()) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }

@@ -1,7 +1,9 @@
 //! The layers that may turn a request away before a handler sees it: the lifecycle gate
 //! (503 while initializing or draining) and the API key check (401); the rate limit (429) is
 //! [`super::rate_limit`]. /health passes them all: it must answer while the service is not
-//! ready, and monitoring must not need a key or be throttled.
+//! ready, and monitoring must not need a key or be throttled. /metrics passes the lifecycle
+//! gate and the rate limit (a scrape must see a starting or draining service, and is never
+//! throttled) but needs the API key like the tool routes: it names tools and their traffic.
 
 use std::sync::Arc;
 
@@ -19,6 +21,11 @@ use crate::service::rate_limit::Client;
 pub(super) const HEALTH: &str = "/health";
 pub(super) const METRICS: &str = "/metrics";
 
+/// Monitoring routes: never gated by the lifecycle, never rate limited.
+pub(super) fn is_monitoring(path: &str) -> bool {
+    path == HEALTH || path == METRICS
+}
+
 /// Seconds a client should wait while the service is initializing or draining.
 const RETRY_WHILE_STARTING: u64 = 1;
 const RETRY_WHILE_DRAINING: u64 = 5;
@@ -28,7 +35,7 @@ pub async fn lifecycle_gate(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.uri().path() != HEALTH && service.lifecycle.refuses_requests() {
+    if !is_monitoring(request.uri().path()) && service.lifecycle.refuses_requests() {
         let reply = match service.lifecycle.phase() {
             Phase::Initializing => {
                 Reply::error(ErrorCode::ServiceUnavailable, "Service is initializing")

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{Method, Uri};
+use axum::http::{Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use contract::{ErrorCode, HealthStatus, Meta, ToolRequest};
 use serde_json::Value;
@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
-use crate::service::Service;
 use crate::service::rate_limit::Client;
+use crate::service::{self, Service};
 
 pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
     Reply::ok_shared(service.tools_data())
@@ -94,6 +94,20 @@ pub async fn health(State(service): State<Arc<Service>>) -> Reply {
     } else {
         Reply::ok(serde_json::to_value(report).unwrap_or(Value::Null))
     }
+}
+
+/// GET /metrics: the service's series in the Prometheus text format, or the 404 of an unknown
+/// route while `monitoring.metrics_enabled` is off.
+pub async fn metrics(State(service): State<Arc<Service>>, method: Method, uri: Uri) -> Response {
+    if !service.settings().config.monitoring.metrics_enabled {
+        return not_found(method, uri).await.into_response();
+    }
+    let text = service.metrics_text();
+    (
+        [(header::CONTENT_TYPE, service::metrics::CONTENT_TYPE)],
+        text,
+    )
+        .into_response()
 }
 
 pub async fn openapi(State(service): State<Arc<Service>>) -> Response {

@@ -22,7 +22,7 @@ const MCP: &[Method] = &[Method::GET, Method::HEAD, Method::POST, Method::DELETE
 /// The methods a path takes besides OPTIONS; `None` for a path no route serves (404).
 pub fn allowed(path: &str) -> Option<&'static [Method]> {
     match path {
-        "/tools" | "/health" | "/openapi.json" | "/sse" => Some(GET),
+        "/tools" | "/health" | "/openapi.json" | "/sse" | "/metrics" => Some(GET),
         "/call-tool" | "/messages" => Some(POST),
         "/mcp" => Some(MCP),
         _ if path.starts_with("/mcp/") => Some(MCP),
@@ -34,6 +34,30 @@ pub fn allowed(path: &str) -> Option<&'static [Method]> {
             Some(POST)
         }
         _ => None,
+    }
+}
+
+/// The route a path falls under, as a metrics label: its template, or `other` for a path no
+/// route serves.
+pub fn route(path: &str) -> &'static str {
+    match path {
+        "/tools" => "/tools",
+        "/health" => "/health",
+        "/openapi.json" => "/openapi.json",
+        "/metrics" => "/metrics",
+        "/call-tool" => "/call-tool",
+        "/sse" => "/sse",
+        "/messages" => "/messages",
+        "/mcp" => "/mcp",
+        _ if path.starts_with("/mcp/") => "/mcp",
+        _ if path == "/docs" || path.starts_with("/docs/") => "/docs",
+        _ if path
+            .strip_prefix("/tools/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/')) =>
+        {
+            "/tools/{name}"
+        }
+        _ => "other",
     }
 }
 
@@ -112,6 +136,31 @@ mod tests {
                 response.headers().contains_key(header::ALLOW),
                 "{method} {path}"
             );
+        }
+    }
+
+    #[test]
+    fn routes_are_templates_never_paths() {
+        assert_eq!(route("/tools/echo"), "/tools/{name}");
+        assert_eq!(route("/tools/any-name_at.all"), "/tools/{name}");
+        assert_eq!(route("/tools/a/b"), "other");
+        assert_eq!(route("/metrics"), "/metrics");
+        assert_eq!(route("/docs/swagger-ui.css"), "/docs");
+        assert_eq!(route("/mcp/"), "/mcp");
+        assert_eq!(route("/wp-admin/x"), "other");
+        // Every path with declared methods has a route of its own.
+        for path in [
+            "/tools",
+            "/health",
+            "/openapi.json",
+            "/metrics",
+            "/call-tool",
+            "/sse",
+            "/messages",
+            "/mcp",
+        ] {
+            assert!(allowed(path).is_some(), "{path}");
+            assert_eq!(route(path), path);
         }
     }
 

@@ -1,14 +1,16 @@
 //! The HTTP surface of one service: the contract's routes, Swagger UI, and the layers that
 //! apply to every request.
 //!
-//! Layer order, outermost first: plain OPTIONS → CORS → envelope (methods, request id,
-//! envelope, log line) → lifecycle gate → API key → rate limit → panic catcher → routes.
+//! Layer order, outermost first: request metrics → plain OPTIONS → CORS → envelope (methods,
+//! request id, envelope, log line) → lifecycle gate → API key → rate limit → panic catcher →
+//! routes.
 
 mod cors;
 pub mod envelope;
 pub mod guards;
 pub mod handlers;
 mod methods;
+pub mod metrics;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
@@ -36,6 +38,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/tools/{name}", post(handlers::call_tool_by_name))
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
+        .route("/metrics", get(handlers::metrics))
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
         .with_state(service.clone());
@@ -53,6 +56,7 @@ pub fn router(service: Arc<Service>) -> Router {
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
+            .layer(from_fn_with_state(service.clone(), metrics::count_requests))
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))
@@ -80,8 +84,12 @@ mod tests {
     use tower::ServiceExt;
 
     fn service() -> Arc<Service> {
+        service_with("")
+    }
+
+    fn service_with(extra: &str) -> Arc<Service> {
         let config = crate::config::ServiceConfig::parse(
-            "service: { name: unit, port: 9999 }\n",
+            &format!("service: {{ name: unit, port: 9999 }}\n{extra}"),
             "unit.yaml",
             std::path::PathBuf::from("."),
         )
@@ -120,6 +128,42 @@ mod tests {
         assert_eq!(
             envelope.error.as_deref(),
             Some("Internal error while handling the request")
+        );
+    }
+
+    /// A scrape must see a service that is starting or draining, and is never throttled.
+    #[tokio::test]
+    async fn metrics_pass_the_lifecycle_gate_and_the_rate_limit() {
+        let service =
+            service_with("monitoring: { metrics_enabled: true }\nsecurity: { rate_limit: 10 }\n");
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::Initializing);
+        let app = router(service.clone());
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let tools = app.clone().oneshot(get("/tools")).await.unwrap();
+        assert_eq!(tools.status(), StatusCode::SERVICE_UNAVAILABLE);
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::ShuttingDown);
+        for _ in 0..50 {
+            let response = app.clone().oneshot(get("/metrics")).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                response.headers()["content-type"],
+                crate::service::metrics::CONTENT_TYPE
+            );
+        }
+        let text = service.metrics_text();
+        assert!(
+            text.contains(
+                "mcp_http_gateway_http_requests_total{code=\"none\",route=\"/metrics\",status=\"200\",service=\"unit\"} 50"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("code=\"SERVICE_UNAVAILABLE\",route=\"/tools\",status=\"503\""),
+            "{text}"
         );
     }
 }

@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
-use super::guards::{HEALTH, METRICS};
+use super::guards::is_monitoring;
 use super::reply::Reply;
 use crate::service::Service;
 use crate::service::rate_limit::{Client, Decision};
@@ -36,8 +36,7 @@ pub async fn rate_limit(
             .unwrap_or_else(Client::unknown),
     };
     request.extensions_mut().insert(client.clone());
-    let path = request.uri().path();
-    if path == HEALTH || path == METRICS {
+    if is_monitoring(request.uri().path()) {
         return next.run(request).await;
     }
     let per_minute = service.settings().config.security.rate_limit;
@@ -46,6 +45,7 @@ pub async fn rate_limit(
         next.run(request).await
     } else {
         tracing::warn!(client = client.as_str(), "rate limit exceeded");
+        service.metrics.rate_limited();
         Reply::error(
             ErrorCode::RateLimited,
             format!(

@@ -28,7 +28,8 @@ use crate::service::Service;
 pub fn router(service: Arc<Service>) -> Router {
     let settings = service.settings();
     let rules = settings.config.mcp.clone();
-    let book = sessions::SessionBook::new(rules.session_ttl, rules.max_sessions);
+    let book = sessions::SessionBook::new(rules.session_ttl, rules.max_sessions)
+        .with_metrics(service.metrics.clone());
     let stop = service.drain().clone();
     let (endpoint, rmcp_sessions) = handler::endpoint(service.clone(), stop.token());
     gate::sweep_sessions(book.clone(), rmcp_sessions, stop);

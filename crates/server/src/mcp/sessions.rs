@@ -4,7 +4,8 @@
 //! the one authority on a session's life: it bounds how many are live (`mcp.max_sessions`),
 //! expires idle ones (`mcp.session_ttl_secs`), and remembers ended ones for a while so a late
 //! request learns *why* its session is gone. Every change of state is one log line with the
-//! whole record (target `mcp_session`).
+//! whole record (target `mcp_session`), and live sessions are counted in the service's
+//! metrics by transport.
 
 use crate::sync::Unpoisoned;
 use std::collections::HashMap;
@@ -13,6 +14,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use tokio_util::sync::CancellationToken;
+
+use crate::service::metrics::ServiceMetrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -92,6 +95,7 @@ pub struct SessionBook {
     records: Arc<Mutex<HashMap<String, SessionRecord>>>,
     ttl: Duration,
     max: u64,
+    metrics: Option<Arc<ServiceMetrics>>,
 }
 
 impl SessionBook {
@@ -100,6 +104,25 @@ impl SessionBook {
             records: Arc::default(),
             ttl,
             max,
+            metrics: None,
+        }
+    }
+
+    /// Counts sessions opened and live in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<ServiceMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn counted_open(&self, transport: Transport) {
+        if let Some(metrics) = &self.metrics {
+            metrics.session_opened(transport.as_str());
+        }
+    }
+
+    fn counted_end(&self, transport: Transport) {
+        if let Some(metrics) = &self.metrics {
+            metrics.session_ended(transport.as_str());
         }
     }
 
@@ -143,7 +166,11 @@ impl SessionBook {
         };
         log(&record);
         let ended = record.ended.clone();
-        self.lock().insert(session_id.to_owned(), record);
+        let replaced = self.lock().insert(session_id.to_owned(), record);
+        self.counted_open(transport);
+        if let Some(old) = replaced.filter(|r| r.state.is_live()) {
+            self.counted_end(old.transport);
+        }
         ended
     }
 
@@ -192,6 +219,7 @@ impl SessionBook {
             record.state = SessionState::Closed;
             record.ended.cancel();
             log(record);
+            self.counted_end(record.transport);
         }
     }
 
@@ -215,6 +243,7 @@ impl SessionBook {
                 record.state = SessionState::Expired;
                 record.ended.cancel();
                 log(record);
+                self.counted_end(record.transport);
                 expired.push(record.clone());
             }
             record.state.is_live() || record.expires_at + ttl > now
@@ -316,6 +345,44 @@ mod tests {
         assert_eq!(book.admit(), Err(SessionRefusal::TooMany(2)));
         book.close("a");
         assert_eq!(book.admit(), Ok(()));
+    }
+
+    #[test]
+    fn live_sessions_are_counted_by_transport() {
+        let metrics = Arc::new(ServiceMetrics::new("s"));
+        let book = book(5).with_metrics(metrics.clone());
+        let live = |transport: &str| {
+            let wanted = format!(
+                "mcp_http_gateway_mcp_sessions{{transport=\"{transport}\",service=\"s\"}} "
+            );
+            let text = metrics.render(&Default::default());
+            text.lines()
+                .find_map(|l| l.strip_prefix(wanted.as_str())?.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("{wanted}:\n{text}"))
+        };
+        book.open("a", Transport::StreamableHttp, None);
+        book.open("b", Transport::StreamableHttp, None);
+        book.open("c", Transport::Sse, None);
+        assert_eq!((live("streamable-http"), live("sse")), (2.0, 1.0));
+        book.close("a");
+        book.close("a");
+        assert_eq!(
+            live("streamable-http"),
+            1.0,
+            "a second close is no second end"
+        );
+        book.sweep(Utc::now() + chrono::Duration::seconds(61));
+        assert_eq!(
+            (live("streamable-http"), live("sse")),
+            (0.0, 0.0),
+            "expired"
+        );
+        book.close("b");
+        assert_eq!(
+            live("streamable-http"),
+            0.0,
+            "an expired session does not end again"
+        );
     }
 
     #[test]

@@ -137,6 +137,12 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The provider's own connection to its upstream, for metrics: `None` for providers whose
+    /// dependency is a shared pool or client (their state is in the dependency checks).
+    fn connection(&self) -> Option<Connection> {
+        None
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {
@@ -148,6 +154,15 @@ pub trait Provider: Send + Sync {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         futures::future::ready(()).boxed()
     }
+}
+
+/// A provider's connection to its upstream as of now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    /// Calls can go through it now.
+    pub connected: bool,
+    /// Times the connection was made again after it was lost (the first connect is not one).
+    pub restarts: u64,
 }
 
 /// A dependency's status with the provider's `setup_hint` added to its error.

@@ -3,7 +3,7 @@
 //! tool's timeout, and say why when it fails.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use contract::{ErrorCode, ValidationIssue};
 use serde_json::Value;
@@ -82,9 +82,12 @@ impl Service {
             return Err(CallFailure::new(ErrorCode::ToolNotFound, message));
         };
         let arguments = Value::Object(arguments);
+        let provider = entry.provider.name();
         if let Some(validator) = &entry.validator
             && let Err(issues) = validator.check(&arguments)
         {
+            self.metrics
+                .call_finished(tool, provider, None, Some(ErrorCode::InvalidArguments));
             return Err(CallFailure {
                 code: ErrorCode::InvalidArguments,
                 message: format!(
@@ -106,6 +109,7 @@ impl Service {
                 .rate_limiter
                 .take(&format!("{client}\u{1f}{tool}"), per_minute);
             if !decision.allowed {
+                self.metrics.rate_limited();
                 return Err(CallFailure::new(
                     ErrorCode::RateLimited,
                     format!("Rate limit of {per_minute} calls of tool '{tool}' per minute exceeded; retry after {} s", decision.retry_after),
@@ -122,14 +126,17 @@ impl Service {
             .admission
             .admit(&gates, bounds)
             .await
-            .map_err(|refusal| refused(tool, &refusal))?;
+            .map_err(|refusal| {
+                self.metrics.admission_rejected(refusal.scope().as_str());
+                refused(tool, &refusal)
+            })?;
         let cx = CallContext {
             request_id: request_id.to_owned(),
             timeout,
             progress,
         };
         let _active = ActiveCall::start(&self.active_calls);
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
         let outcome = tokio::time::timeout(
@@ -137,6 +144,7 @@ impl Service {
             entry.provider.call(tool, arguments, &cx),
         )
         .await;
+        let ran = started.elapsed();
         let result = match outcome {
             Ok(Ok(data)) => checked_output(tool, entry, data),
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
@@ -149,6 +157,9 @@ impl Service {
             )),
         };
         self.after_call(tool, started, &result);
+        let failure = result.as_ref().err().map(|f| f.code);
+        self.metrics
+            .call_finished(tool, provider, Some(ran), failure);
         result
     }
 }

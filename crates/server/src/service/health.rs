@@ -195,7 +195,13 @@ impl Service {
             let provider = provider.clone();
             self.drain.spawn(async move {
                 loop {
+                    let started = std::time::Instant::now();
                     let reports = check(&provider).await;
+                    let took = started.elapsed();
+                    for (name, status) in &reports {
+                        let connected = status.status == DependencyState::Connected;
+                        service.metrics.dependency_checked(name, took, connected);
+                    }
                     service.store(reports);
                     let mut running = service.checks.running.write_unpoisoned();
                     match running.get_mut(provider.name()) {

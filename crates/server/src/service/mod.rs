@@ -9,6 +9,7 @@ pub mod admission;
 mod call;
 mod health;
 pub mod lifecycle;
+pub mod metrics;
 pub mod rate_limit;
 mod registry;
 mod settings;
@@ -26,6 +27,7 @@ use self::admission::Admission;
 pub use self::call::CallFailure;
 use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
+use self::metrics::ServiceMetrics;
 use self::rate_limit::RateLimiter;
 pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
@@ -65,6 +67,8 @@ pub struct Service {
     pub rate_limiter: RateLimiter,
     /// Which calls run now, which wait, which are refused.
     pub admission: Admission,
+    /// The service's Prometheus series (GET /metrics).
+    pub metrics: Arc<ServiceMetrics>,
     started: Instant,
     settings: RwLock<Arc<Settings>>,
     toolset: RwLock<Arc<ToolSet>>,
@@ -120,6 +124,7 @@ impl Service {
         Ok(Arc::new(Service {
             rate_limiter: RateLimiter::default(),
             admission,
+            metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
             toolset: RwLock::new(Arc::new(toolset)),
@@ -208,6 +213,16 @@ impl Service {
         );
         let listed = |name: &str| toolset.registry.get(name).is_some();
         self.stats.retain(listed);
+        let tools: Vec<(String, String)> = toolset
+            .registry
+            .tools()
+            .iter()
+            .filter_map(|t| {
+                let provider = toolset.registry.get(&t.name)?.provider.name().to_owned();
+                Some((t.name.clone(), provider))
+            })
+            .collect();
+        self.metrics.tools_installed(&tools);
         *self.toolset.write_unpoisoned() = Arc::new(toolset);
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);

@@ -18,6 +18,7 @@ mod mcp_provider_supervision;
 mod mcp_server;
 mod mcp_server_sessions;
 mod methods;
+mod metrics;
 mod openapi_document;
 mod openapi_fidelity;
 mod openapi_fuzz;

@@ -26,6 +26,7 @@ async fn undeclared_methods_are_405_with_allow_on_every_route() {
         ("/mcp", "GET, HEAD, POST, DELETE, OPTIONS"),
         ("/sse", "GET, HEAD, OPTIONS"),
         ("/messages", "POST, OPTIONS"),
+        ("/metrics", "GET, HEAD, OPTIONS"),
     ];
     let undeclared = ["TRACE", "PUT", "PATCH", "DELETE", "POST", "GET"];
     let mut tried = 0;

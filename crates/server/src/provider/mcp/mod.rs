@@ -32,7 +32,9 @@ use self::client::{CallerRoutes, ProgressRoutes};
 use self::downstream::{Downstream, Downstreams};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
-use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
+use super::{
+    CallContext, Connection, JsonObject, Provider, ProviderError, ProviderHooks, ToolError,
+};
 use crate::config::{McpProviderConfig, OutputValidation, ServiceConfig};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
@@ -192,6 +194,18 @@ impl Provider for McpProvider {
 
     fn mcp_upstream(&self) -> Option<Upstream> {
         Some(Upstream(self.inner.clone()))
+    }
+
+    fn connection(&self) -> Option<Connection> {
+        // Each connect bumps the generation; every one after the first is a restart.
+        let generation = self
+            .inner
+            .generation
+            .load(std::sync::atomic::Ordering::Acquire);
+        Some(Connection {
+            connected: self.inner.current_peer().is_some(),
+            restarts: generation.saturating_sub(1),
+        })
     }
 
     fn missing_tools_reason(&self) -> Option<String> {
