@@ -14,6 +14,7 @@ use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::Service;
+use crate::telemetry::TraceContext;
 
 pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
     Reply::ok_shared(service.tools_data())
@@ -22,6 +23,7 @@ pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
 pub async fn call_tool(
     State(service): State<Arc<Service>>,
     axum::Extension(header_id): axum::Extension<RequestId>,
+    trace: Option<axum::Extension<TraceContext>>,
     JsonBody(request): JsonBody<ToolRequest>,
 ) -> Reply {
     let body_id = match request.request_id.as_deref().map(RequestId::parse) {
@@ -33,7 +35,15 @@ pub async fn call_tool(
         Some(Err(message)) => return Reply::error(ErrorCode::InvalidRequest, message),
     };
     let request_id = body_id.clone().unwrap_or(header_id);
-    let mut reply = run(&service, &request.tool, request.arguments, &request_id).await;
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
+    let mut reply = run(
+        &service,
+        &request.tool,
+        request.arguments,
+        &request_id,
+        &trace,
+    )
+    .await;
     reply.request_id = body_id;
     reply
 }
@@ -41,10 +51,12 @@ pub async fn call_tool(
 pub async fn call_tool_by_name(
     State(service): State<Arc<Service>>,
     axum::Extension(request_id): axum::Extension<RequestId>,
+    trace: Option<axum::Extension<TraceContext>>,
     Path(tool): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
 ) -> Reply {
-    run(&service, &tool, arguments, &request_id).await
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
+    run(&service, &tool, arguments, &request_id, &trace).await
 }
 
 async fn run(
@@ -52,9 +64,10 @@ async fn run(
     tool: &str,
     arguments: JsonObject,
     request_id: &RequestId,
+    trace: &TraceContext,
 ) -> Reply {
     let reply = match service
-        .call_tool(tool, arguments, request_id.as_str(), None)
+        .call_tool(tool, arguments, request_id.as_str(), trace, None)
         .await
     {
         Ok(data) => Reply::ok(data),

@@ -11,6 +11,7 @@ use super::Service;
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
 use crate::provider::{CallContext, JsonObject, ProgressSink};
+use crate::telemetry::TraceContext;
 
 /// Why a call failed, ready to be answered.
 #[derive(Debug)]
@@ -53,6 +54,7 @@ impl Service {
         tool: &str,
         arguments: JsonObject,
         request_id: &str,
+        trace: &TraceContext,
         progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
@@ -88,6 +90,7 @@ impl Service {
         let timeout = self.settings().config.limits.call_timeout;
         let cx = CallContext {
             request_id: request_id.to_owned(),
+            trace: trace.clone(),
             timeout,
             progress,
         };
