@@ -106,12 +106,13 @@ impl Service {
             shutdown: providers.clone(),
             downstreams: downstreams.clone(),
         };
-        let spans = Exporter::from_config(&name, &version, &config.monitoring).map_err(|source| {
-            ServiceError::Telemetry {
-                service: name.clone(),
-                source,
-            }
-        })?;
+        let spans =
+            Exporter::from_config(&name, &version, &config.monitoring).map_err(|source| {
+                ServiceError::Telemetry {
+                    service: name.clone(),
+                    source,
+                }
+            })?;
         if let Some(spans) = &spans {
             spans.flush_on(&providers);
         }

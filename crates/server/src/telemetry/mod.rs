@@ -20,8 +20,8 @@ use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData};
 
 pub use self::export::{ExportError, Exporter};
-pub use opentelemetry::trace::SpanKind;
 pub use self::traceparent::TraceParent;
+pub use opentelemetry::trace::SpanKind;
 
 /// The trace a piece of work belongs to and the gateway span it runs in.
 #[derive(Clone)]
@@ -177,9 +177,14 @@ impl Span {
     }
 
     /// Marks the span failed: status Error and the semantic conventions' `error.type`.
-    pub fn fail(&mut self, error_type: impl Into<Value>, description: impl Into<Cow<'static, str>>) {
+    pub fn fail(
+        &mut self,
+        error_type: impl Into<Value>,
+        description: impl Into<Cow<'static, str>>,
+    ) {
         if self.is_recording() {
-            self.attributes.push(KeyValue::new("error.type", error_type));
+            self.attributes
+                .push(KeyValue::new("error.type", error_type));
             self.status = Status::error(description);
         }
     }

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use self::template::QueryTemplate;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
-use crate::telemetry::SpanKind;
 use crate::config::{CypherProviderConfig, OutputValidation};
 use crate::dependency::bolt::{BoltDependency, BoltError};
+use crate::telemetry::SpanKind;
 
 struct CypherTool {
     schema: ToolSchema,

@@ -213,7 +213,11 @@ impl HttpProvider {
         }
         let response = request.send().await.map_err(|e| {
             span.fail(
-                if e.is_timeout() { "timeout" } else { "connection" },
+                if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "connection"
+                },
                 without_url(&e),
             );
             if e.is_timeout() {
@@ -229,7 +233,10 @@ impl HttpProvider {
         span.set("http.response.status_code", i64::from(status.as_u16()));
         // A client span fails on any 4xx or 5xx (the semantic conventions' rule for clients).
         if status.as_u16() >= 400 {
-            span.fail(status.as_u16().to_string(), format!("upstream answered {status}"));
+            span.fail(
+                status.as_u16().to_string(),
+                format!("upstream answered {status}"),
+            );
         }
         let text = response.text().await.map_err(|e| {
             if e.is_timeout() {
