@@ -358,3 +358,55 @@ async fn spans_reach_a_real_otlp_receiver_with_their_parents() {
         "each call under its own request's span"
     );
 }
+
+#[tokio::test]
+async fn a_streamable_http_mcp_upstream_gets_the_trace_in_meta_and_headers() {
+    let port = free_port();
+    let _server = testkit::Killed(
+        std::process::Command::new(venv_python())
+            .args([
+                fixture("meta_echo_server.py"),
+                "--http".into(),
+                port.to_string(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the MCP server listening",
+        || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+        },
+    )
+    .await;
+    let gw = Gateway::start(
+        "traces-http",
+        &format!(
+            "providers:\n  - {{ name: remote, kind: mcp, url: \"http://127.0.0.1:{port}/mcp\" }}\n"
+        ),
+    )
+    .await;
+    let incoming = traceparent(TRACE, CALLER_SPAN);
+    let a = call_with(
+        &gw,
+        "echo_meta",
+        &[("traceparent", &incoming), ("tracestate", STATE)],
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let data = &a.body["data"];
+    let in_meta = data["meta"]["traceparent"].as_str().unwrap();
+    let fields: Vec<String> = in_meta.split('-').map(str::to_owned).collect();
+    assert_continues(&fields, TRACE);
+    assert_eq!(
+        data["headers"]["traceparent"], in_meta,
+        "the HTTP request carries the same context: {data}"
+    );
+    assert_eq!(data["headers"]["tracestate"], STATE);
+    assert_eq!(data["meta"]["tracestate"], STATE);
+}
