@@ -46,12 +46,26 @@ pub fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(HeaderName, HeaderV
 pub struct TracedClient(reqwest::Client);
 
 impl TracedClient {
-    /// Like rmcp's default client (no idle pooling, which stalls on Linux's delayed ACK), but
-    /// follows no redirect at all: the configured headers may hold credentials.
+    /// As rmcp builds its own (private) default client: no idle pooling (it stalls on Linux's
+    /// delayed ACK), and only same-origin 307/308 redirects followed, at most 10 — a 301-303
+    /// would turn the POST into a GET, and another origin would receive the session id and
+    /// the configured headers, which may hold credentials.
     pub fn new() -> reqwest::Result<TracedClient> {
+        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+            let keeps_post = matches!(attempt.status().as_u16(), 307 | 308);
+            let same = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if keeps_post && same && attempt.previous().len() <= 10 {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
         reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(same_origin)
             .build()
             .map(TracedClient)
     }
