@@ -121,10 +121,10 @@ impl McpBridge {
             Some(Err(f)) => ("error", Some(f.code.as_str())),
             None => ("cancelled", None),
         };
-        match (&outcome, code) {
-            (_, Some(code)) => span.fail(code, format!("{code}")),
-            (None, _) => span.fail("cancelled", "cancelled by the client"),
-            _ => {}
+        match &outcome {
+            Some(Err(failure)) => span.fail(failure.code.as_str(), failure.message.clone()),
+            None => span.fail("cancelled", "cancelled by the client"),
+            Some(Ok(_)) => {}
         }
         drop(span);
         tracing::info!(
