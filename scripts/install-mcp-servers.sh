@@ -14,9 +14,12 @@ TIME_VERSION="2026.10.19"
 # The MCP Inspector CLI drives our /mcp in the tests; 0.15.0 is the last release that runs on
 # Node 20.
 INSPECTOR_VERSION="0.15.0"
+# The OTLP protobuf classes the traces test's OTLP receiver decodes with (same release as the
+# opentelemetry-api the MCP SDK brings).
+OTLP_PROTO_VERSION="1.45.2"
 
 stamp="$deps/.installed"
-want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -42,7 +45,7 @@ if [ ! -x "$deps/venv/bin/python" ]; then
   python3 -m venv "$deps/venv"
 fi
 "$deps/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "mcp-server-time==$TIME_VERSION" >&2
+  "mcp-server-time==$TIME_VERSION" "opentelemetry-proto==$OTLP_PROTO_VERSION" >&2
 
 echo "$want" > "$stamp"
 echo "install-mcp-servers: done" >&2

@@ -14,7 +14,8 @@
 //!                   dependency/ (shared pools and clients, their health)
 //!
 //!   config/  read once (and on SIGHUP) and handed down; runtime/ binds, signals, reloads;
-//!   shutdown.rs is the one shutdown mechanism
+//!   shutdown.rs is the one shutdown mechanism; telemetry/ is the trace context and spans
+//!   every layer may carry
 //! ```
 //!
 //! `docs/architecture.md` is the same map in more words.
@@ -31,6 +32,7 @@ pub mod runtime;
 pub mod service;
 pub mod shutdown;
 pub mod sync;
+pub mod telemetry;
 
 /// The map above, held true: each module may use only the modules below it, so no import cycle
 /// can come back unnoticed.
@@ -39,7 +41,7 @@ mod layering {
     use std::path::Path;
 
     /// Each top-level module and what it may use (besides the leaf helpers `clock`, `sync`,
-    /// `shutdown`, `logging`, which use nothing but each other and `config`).
+    /// `shutdown`, `logging`, `telemetry`, which use nothing but each other and `config`).
     const ALLOWED: &[(&str, &[&str])] = &[
         ("config", &[]),
         ("dependency", &["config"]),
@@ -49,7 +51,7 @@ mod layering {
         ("http", &["config", "provider", "service", "mcp"]),
         ("runtime", &["config", "service", "http"]),
     ];
-    const LEAVES: &[&str] = &["clock", "sync", "shutdown", "logging"];
+    const LEAVES: &[&str] = &["clock", "sync", "shutdown", "logging", "telemetry"];
 
     fn uses(dir: &Path, found: &mut Vec<(String, String)>) {
         for entry in std::fs::read_dir(dir).unwrap() {

@@ -307,6 +307,26 @@ mod tests {
             e.starts_with("t.yaml:2:") && e.contains("at least 10, got 5"),
             "{e}"
         );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nmonitoring: { otlp_endpoint: \"127.0.0.1:4318\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:2:") && e.contains("must be an http:// or https:// URL"),
+            "{e}"
+        );
+        let c = parse(
+            "service: { name: docs, port: 8000 }\nmonitoring: { otlp_endpoint: \"http://127.0.0.1:4318\", otlp_timeout_ms: 2500 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.monitoring.otlp_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
+        assert_eq!(
+            c.monitoring.otlp_timeout,
+            std::time::Duration::from_millis(2500)
+        );
         let e =
             parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n").unwrap_err();
         assert!(

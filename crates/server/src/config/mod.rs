@@ -34,7 +34,7 @@ pub use self::provider::{
     McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
 };
 pub use self::types::{Port, ProviderName, ServiceName};
-use self::types::{as_seconds, count, seconds};
+use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
 
 /// One service's configuration file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -126,10 +126,29 @@ pub struct MonitoringSection {
         serialize_with = "as_seconds"
     )]
     pub health_check_interval: Duration,
+    /// Where spans are exported over OTLP/HTTP (protobuf): a base URL such as
+    /// `http://127.0.0.1:4318`, to which `/v1/traces` is appended, as for
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`. Absent: the standard OTLP variables decide, and without
+    /// them nothing is exported.
+    #[serde(default, deserialize_with = "optional_http_url")]
+    pub otlp_endpoint: Option<String>,
+    /// How long one export request may take.
+    #[serde(
+        default = "default_otlp_timeout",
+        rename = "otlp_timeout_ms",
+        deserialize_with = "millis::<_, 1>",
+        serialize_with = "as_millis"
+    )]
+    pub otlp_timeout: Duration,
 }
 
 fn default_health_interval() -> Duration {
     Duration::from_secs(30)
+}
+
+/// OpenTelemetry's default export timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`).
+fn default_otlp_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl Default for MonitoringSection {
@@ -137,6 +156,8 @@ impl Default for MonitoringSection {
         MonitoringSection {
             metrics_enabled: false,
             health_check_interval: default_health_interval(),
+            otlp_endpoint: None,
+            otlp_timeout: default_otlp_timeout(),
         }
     }
 }

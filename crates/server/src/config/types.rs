@@ -216,6 +216,21 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
+/// An optional `http://` or `https://` URL with a host.
+pub fn optional_http_url<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    match url::Url::parse(&text) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(Some(text)),
+        _ => Err(serde::de::Error::custom(format!(
+            "must be an http:// or https:// URL, got '{text}'"
+        ))),
+    }
+}
+
 /// Any scalar as text (`deserialize_with = "text"`).
 pub fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     Scalar::deserialize(deserializer).map(|s| s.0)

@@ -21,6 +21,9 @@ pub fn layer(service: Arc<Service>) -> CorsLayer {
             header::AUTHORIZATION,
             HeaderName::from_static("x-request-id"),
             HeaderName::from_static("x-api-key"),
+            // W3C Trace Context, as browser OpenTelemetry instrumentation sends it.
+            HeaderName::from_static("traceparent"),
+            HeaderName::from_static("tracestate"),
         ])
         .expose_headers([
             HeaderName::from_static("x-request-id"),

@@ -1,5 +1,6 @@
-//! The outermost layer of every service: gives each request its id, turns every answer into
-//! the envelope, sets `X-Request-Id` and `Retry-After`, and writes the one log line per request.
+//! The layer that gives each request its id, turns every answer into the envelope, sets
+//! `X-Request-Id` and `Retry-After`, and writes the one log line per request (with the trace
+//! id the trace-context layer outside it gave the request).
 //!
 //! Answers that are not [`Reply`]s (axum's own 405, a 404 inside the Swagger UI, anything a
 //! library answers on its own) are converted by status, so no non-envelope error body leaves.
@@ -18,16 +19,22 @@ use tracing::Instrument;
 use super::reply::Reply;
 use super::request_id::RequestId;
 use crate::clock::timestamp;
+use crate::telemetry::TraceContext;
 
 pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let trace_id = request
+        .extensions()
+        .get::<TraceContext>()
+        .map(|t| t.trace_id().to_string())
+        .unwrap_or_default();
     // The method is judged before anything about the content, the request id included.
     if let Some(refusal) = super::methods::refusal(&method, &path) {
         let request_id = RequestId::generate();
-        let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
-        return span.in_scope(|| finish(refusal, request_id, started, &method, &path));
+        let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
+        return span.in_scope(|| finish(refusal, request_id, &trace_id, started, &method, &path));
     }
     let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
         v.to_str()
@@ -39,8 +46,7 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
         Some(Ok(id)) => (id, None),
         Some(Err(message)) => (RequestId::generate(), Some(message)),
     };
-    let span =
-        tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
+    let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
     let response = match rejected {
         Some(message) => Reply::error(
             ErrorCode::InvalidRequest,
@@ -52,13 +58,14 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
             next.run(request).instrument(span.clone()).await
         }
     };
-    span.in_scope(|| finish(response, request_id, started, &method, &path))
+    span.in_scope(|| finish(response, request_id, &trace_id, started, &method, &path))
 }
 
 /// Draws the envelope, sets the headers, logs the request.
 fn finish(
     response: Response,
     request_id: RequestId,
+    trace_id: &str,
     started: Instant,
     method: &Method,
     path: &str,
@@ -129,6 +136,7 @@ fn finish(
     tracing::info!(
         target: "mcp_http_gateway::access",
         request_id = %request_id,
+        trace_id,
         method = %method,
         path = %path,
         tool = tool.as_deref(),

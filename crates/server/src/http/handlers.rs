@@ -15,6 +15,7 @@ use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::rate_limit::Client;
 use crate::service::{self, Service};
+use crate::telemetry::TraceContext;
 
 pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
     Reply::ok_shared(service.tools_data())
@@ -24,6 +25,7 @@ pub async fn call_tool(
     State(service): State<Arc<Service>>,
     axum::Extension(header_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
+    trace: Option<axum::Extension<TraceContext>>,
     JsonBody(request): JsonBody<ToolRequest>,
 ) -> Reply {
     let body_id = match request.request_id.as_deref().map(RequestId::parse) {
@@ -35,12 +37,14 @@ pub async fn call_tool(
         Some(Err(message)) => return Reply::error(ErrorCode::InvalidRequest, message),
     };
     let request_id = body_id.clone().unwrap_or(header_id);
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
     let mut reply = run(
         &service,
         &request.tool,
         request.arguments,
         &request_id,
         &client,
+        &trace,
     )
     .await;
     reply.request_id = body_id;
@@ -51,10 +55,12 @@ pub async fn call_tool_by_name(
     State(service): State<Arc<Service>>,
     axum::Extension(request_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
+    trace: Option<axum::Extension<TraceContext>>,
     Path(tool): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
 ) -> Reply {
-    run(&service, &tool, arguments, &request_id, &client).await
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
+    run(&service, &tool, arguments, &request_id, &client, &trace).await
 }
 
 async fn run(
@@ -63,9 +69,17 @@ async fn run(
     arguments: JsonObject,
     request_id: &RequestId,
     client: &Client,
+    trace: &TraceContext,
 ) -> Reply {
     let reply = match service
-        .call_tool(tool, arguments, request_id.as_str(), client.as_str(), None)
+        .call_tool(
+            tool,
+            arguments,
+            request_id.as_str(),
+            client.as_str(),
+            trace,
+            None,
+        )
         .await
     {
         Ok(data) => Reply::ok(data),

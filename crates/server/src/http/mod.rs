@@ -1,9 +1,9 @@
 //! The HTTP surface of one service: the contract's routes, Swagger UI, and the layers that
 //! apply to every request.
 //!
-//! Layer order, outermost first: request metrics → plain OPTIONS → CORS → envelope (methods,
-//! request id, envelope, log line) → lifecycle gate → API key → rate limit → panic catcher →
-//! routes.
+//! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
+//! metrics → plain OPTIONS → CORS → envelope (methods, request id, envelope, log line) →
+//! lifecycle gate → API key → rate limit → panic catcher → routes.
 
 mod cors;
 pub mod envelope;
@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
+pub mod trace_context;
 
 use std::sync::Arc;
 
@@ -56,6 +57,10 @@ pub fn router(service: Arc<Service>) -> Router {
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
+            .layer(from_fn_with_state(
+                service.clone(),
+                trace_context::trace_layer,
+            ))
             .layer(from_fn_with_state(service.clone(), metrics::count_requests))
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))

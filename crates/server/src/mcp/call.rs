@@ -17,11 +17,56 @@ use super::errors::{error_for, jsonrpc};
 use super::handler::McpBridge;
 use crate::provider::mcp::downstream::{CALLER, Caller};
 use crate::service::rate_limit::Client;
+use crate::telemetry::traceparent::tracestate;
+use crate::telemetry::{Span, SpanKind, TraceContext, TraceParent};
 
 /// How long an answer waits for the call's last progress reports to be sent.
 const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
 
 impl McpBridge {
+    /// The MCP server span of one `tools/call` (OpenTelemetry's MCP conventions: named
+    /// `tools/call {tool}`, `mcp.method.name`, `gen_ai.tool.name`). Its parent is the trace
+    /// context the request carries in `params._meta` (`traceparent`/`tracestate`, reserved by
+    /// SEP-414, modelcontextprotocol.io/seps/414-request-meta, part of the 2026-07-28 revision)
+    /// when valid, else the HTTP request's server span.
+    fn call_span(
+        &self,
+        tool: &str,
+        context: &RequestContext<RoleServer>,
+        session_id: Option<&str>,
+    ) -> Span {
+        let name = format!("tools/call {tool}");
+        let from_meta = context
+            .meta
+            .get_traceparent()
+            .and_then(TraceParent::parse)
+            .map(|parent| {
+                let state = context.meta.get_tracestate().map(|s| tracestate([s]));
+                (parent, state.flatten())
+            });
+        let ambient = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<TraceContext>());
+        let mut span = match (from_meta, ambient) {
+            (Some(incoming), _) => Span::server(Some(incoming), self.service.spans(), name),
+            (None, Some(ambient)) => ambient.child(name, SpanKind::Server),
+            (None, None) => Span::server(None, self.service.spans(), name),
+        };
+        if span.is_recording() {
+            span.set("mcp.method.name", "tools/call");
+            span.set("gen_ai.operation.name", "execute_tool");
+            span.set("gen_ai.tool.name", tool.to_owned());
+            span.set("jsonrpc.request.id", context.id.to_string());
+            span.set("network.transport", "tcp");
+            span.set("network.protocol.name", "http");
+            if let Some(session) = session_id {
+                span.set("mcp.session.id", session.to_owned());
+            }
+        }
+        span
+    }
+
     pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
@@ -42,6 +87,8 @@ impl McpBridge {
                 .ok()
                 .map(str::to_owned)
         });
+        let mut span = self.call_span(&request.name, &context, session_id.as_deref());
+        let trace = span.context().clone();
         let arguments = request.arguments.unwrap_or_default();
         let (progress, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -62,6 +109,7 @@ impl McpBridge {
                 arguments,
                 &request_id,
                 client.as_str(),
+                &trace,
                 progress,
             ),
         );
@@ -81,11 +129,18 @@ impl McpBridge {
             Some(Err(f)) => ("error", Some(f.code.as_str())),
             None => ("cancelled", None),
         };
+        match &outcome {
+            Some(Err(failure)) => span.fail(failure.code.as_str(), failure.message.clone()),
+            None => span.fail("cancelled", "cancelled by the client"),
+            Some(Ok(_)) => {}
+        }
+        drop(span);
         tracing::info!(
             target: "mcp_http_gateway::access",
             invocation_id = %invocation_id,
             session_id = session_id.as_deref(),
             request_id = %request_id,
+            trace_id = %trace.trace_id(),
             jsonrpc_id = %context.id,
             transport = "mcp",
             tool = %request.name,

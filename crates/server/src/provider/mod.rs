@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 use crate::config::{OutputValidation, ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
 use crate::shutdown::Shutdown;
+use crate::telemetry::TraceContext;
 
 /// A tool's arguments.
 pub type JsonObject = Map<String, Value>;
@@ -30,6 +31,9 @@ pub type JsonObject = Map<String, Value>;
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub request_id: String,
+    /// The trace the call belongs to and the gateway span it runs in; upstream calls are
+    /// child spans of it and carry it on (`traceparent`, MCP `_meta`).
+    pub trace: TraceContext,
     /// How long the call may take; the provider cancels upstream work when it runs out.
     pub timeout: Duration,
     /// Where to report progress, when the caller asked for it (an MCP client's progressToken).

@@ -13,6 +13,7 @@ use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
 use crate::provider::{CallContext, JsonObject, ProgressSink};
+use crate::telemetry::TraceContext;
 
 /// Why a call failed, ready to be answered.
 #[derive(Debug)]
@@ -65,6 +66,7 @@ impl Service {
         arguments: JsonObject,
         request_id: &str,
         client: &str,
+        trace: &TraceContext,
         progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
         let toolset = self.toolset();
@@ -132,6 +134,7 @@ impl Service {
             })?;
         let cx = CallContext {
             request_id: request_id.to_owned(),
+            trace: trace.clone(),
             timeout,
             progress,
         };

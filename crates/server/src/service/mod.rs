@@ -41,6 +41,7 @@ use crate::provider::mcp::downstream::Downstreams;
 use crate::provider::{self, Provider, ProviderHooks};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
+use crate::telemetry::Exporter;
 
 /// Why a service could not start or reload.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +53,11 @@ pub enum ServiceError {
     },
     #[error("service '{service}': {conflict}")]
     DuplicateTool { service: String, conflict: Conflict },
+    #[error("service '{service}': {source}")]
+    Telemetry {
+        service: String,
+        source: crate::telemetry::ExportError,
+    },
     #[error("service '{service}': {source}")]
     Dependency {
         service: String,
@@ -87,6 +93,9 @@ pub struct Service {
     drain: Shutdown,
     /// The parent of every provider's own shutdown.
     providers: Shutdown,
+    /// Where finished spans go (`monitoring.otlp_endpoint`); `None` when not exported. Read at
+    /// start: a change applies at the next restart.
+    spans: Option<Exporter>,
     /// The client MCP sessions, kept across reloads (MCP providers send them what their
     /// servers send a client).
     downstreams: Downstreams,
@@ -111,6 +120,16 @@ impl Service {
             shutdown: providers.clone(),
             downstreams: downstreams.clone(),
         };
+        let spans =
+            Exporter::from_config(&name, &version, &config.monitoring).map_err(|source| {
+                ServiceError::Telemetry {
+                    service: name.clone(),
+                    source,
+                }
+            })?;
+        if let Some(spans) = &spans {
+            spans.flush_on(&providers);
+        }
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
         let toolset = ToolSet::new(
@@ -137,6 +156,7 @@ impl Service {
             rebuilding: tokio::sync::Mutex::new(()),
             drain,
             providers,
+            spans,
             downstreams,
             name,
             version,
@@ -149,6 +169,11 @@ impl Service {
 
     fn toolset(&self) -> Arc<ToolSet> {
         self.toolset.read_unpoisoned().clone()
+    }
+
+    /// Where this service's finished spans go; `None` when traces are not exported.
+    pub fn spans(&self) -> Option<Exporter> {
+        self.spans.clone()
     }
 
     /// Where this service's client-facing tasks go, and what tells them to stop.

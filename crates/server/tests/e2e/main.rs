@@ -26,3 +26,4 @@ mod output_schemas;
 mod request_ids;
 mod security;
 mod shipped_services;
+mod traces;

@@ -17,6 +17,7 @@ use self::template::QueryTemplate;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
 use crate::config::{CypherProviderConfig, OutputValidation};
 use crate::dependency::bolt::{BoltDependency, BoltError};
+use crate::telemetry::SpanKind;
 
 struct CypherTool {
     schema: ToolSchema,
@@ -134,10 +135,27 @@ impl Provider for CypherProvider {
                     .map_err(|e| ToolError::InvalidArguments(format!("argument '{key}': {e}")))?;
                 query = query.param(key, bolt);
             }
+            // Bolt has no field for a trace context, so the query is tied to its trace in the
+            // log (and in a client span when spans are exported).
+            tracing::debug!(
+                request_id = %cx.request_id,
+                trace_id = %cx.trace.trace_id(),
+                tool = %tool.schema.name,
+                database = %self.database.name,
+                "cypher query"
+            );
+            let mut span = cx
+                .trace
+                .child(format!("cypher {}", tool.schema.name), SpanKind::Client);
+            if span.is_recording() {
+                span.set("db.query.text", text.clone());
+                span.set("mcp_http_gateway.dependency", self.database.name.clone());
+            }
             let rows = self
                 .database
                 .rows(query, cx.timeout)
                 .await
+                .inspect_err(|e| span.fail("cypher_error", format!("{e:?}")))
                 .map_err(|e| match e {
                     BoltError::Connection(why) => self.unavailable(&why),
                     BoltError::Query(why) => ToolError::Execution(format!(

@@ -20,6 +20,8 @@ use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
 use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool, OutputValidation};
 use crate::dependency::http::{HttpDependency, without_url};
+use crate::telemetry::SpanKind;
+use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
 
 /// How a tool becomes a request. Every string is a minijinja template over the arguments.
 #[derive(Debug, Clone)]
@@ -155,11 +157,31 @@ impl HttpProvider {
                 .map_err(|e| ToolError::Execution(format!("tool '{name}': template {id}: {e}")))
         };
         let m = &tool.mapping;
+        let url = self.api.url(&fill_path(&m.path, args));
+        // The upstream call is a client span of ours; the API sees it as its parent
+        // (`traceparent`) and the caller's `tracestate` unchanged.
+        let mut span = cx.trace.child(m.method.to_string(), SpanKind::Client);
+        if span.is_recording() {
+            span.set("http.request.method", m.method.to_string());
+            if let Ok(parsed) = reqwest::Url::parse(&url) {
+                if let Some(host) = parsed.host_str() {
+                    span.set("server.address", host.to_owned());
+                }
+                if let Some(port) = parsed.port_or_known_default() {
+                    span.set("server.port", i64::from(port));
+                }
+                span.set("url.template", m.path.clone());
+            }
+        }
         let mut request = self
             .api
             .client
-            .request(m.method.clone(), self.api.url(&fill_path(&m.path, args)))
-            .timeout(cx.timeout);
+            .request(m.method.clone(), url)
+            .timeout(cx.timeout)
+            .header(TRACEPARENT, span.context().traceparent());
+        if let Some(state) = span.context().tracestate() {
+            request = request.header(TRACESTATE, state);
+        }
         let mut query = Vec::new();
         for key in m.query.keys() {
             let value = render(format!("{name}#query.{key}"))?;
@@ -190,6 +212,14 @@ impl HttpProvider {
             request = request.json(args);
         }
         let response = request.send().await.map_err(|e| {
+            span.fail(
+                if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "connection"
+                },
+                without_url(&e),
+            );
             if e.is_timeout() {
                 ToolError::Timeout {
                     tool: name.clone(),
@@ -200,6 +230,14 @@ impl HttpProvider {
             }
         })?;
         let status = response.status();
+        span.set("http.response.status_code", i64::from(status.as_u16()));
+        // A client span fails on any 4xx or 5xx (the semantic conventions' rule for clients).
+        if status.as_u16() >= 400 {
+            span.fail(
+                status.as_u16().to_string(),
+                format!("upstream answered {status}"),
+            );
+        }
         let text = response.text().await.map_err(|e| {
             if e.is_timeout() {
                 ToolError::Timeout {

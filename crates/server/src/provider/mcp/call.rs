@@ -3,7 +3,7 @@
 //! as it runs, so that its progress and the server's requests to its client reach the caller;
 //! a call that is dropped (timeout, caller gone) is cancelled upstream.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientRequest};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientRequest, RequestMetaObject};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -14,6 +14,7 @@ use super::{CallContext, Inner, JsonObject, ToolError, result};
 use crate::provider::ProgressSink;
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
+use crate::telemetry::{SpanKind, TraceContext};
 
 /// One connection and its routing tables (progress tokens and callers are per connection).
 #[derive(Clone)]
@@ -29,14 +30,14 @@ impl Inner {
         &self,
         link: &Link,
         params: CallToolRequestParams,
+        trace: &TraceContext,
         sink: Option<ProgressSink>,
         caller: Option<Caller>,
     ) -> Result<CallToolResponse, ServiceError> {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
-        let handle = link
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await?;
+        let mut options = PeerRequestOptions::no_options();
+        options.meta = Some(trace_meta(trace));
+        let handle = link.peer.send_request_with_option(request, options).await?;
         let _progress = sink.map(|sink| {
             let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
             link.progress.write_unpoisoned().insert(key.clone(), sink);
@@ -118,12 +119,36 @@ impl Inner {
         let caller = current_caller();
         let (link, shared) = self.link_for(caller.as_ref()).await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let mut span = cx
+            .trace
+            .child(format!("tools/call {tool}"), SpanKind::Client);
+        if span.is_recording() {
+            span.set("mcp.method.name", "tools/call");
+            span.set("gen_ai.operation.name", "execute_tool");
+            span.set("gen_ai.tool.name", tool.to_owned());
+            span.set("mcp_http_gateway.provider", self.name.clone());
+        }
         // Dropping the request (timeout, caller gone) sends notifications/cancelled upstream.
         let outcome = tokio::time::timeout(
             cx.timeout,
-            self.send_call(&link, params, cx.progress.clone(), caller.clone()),
+            self.send_call(
+                &link,
+                params,
+                span.context(),
+                cx.progress.clone(),
+                caller.clone(),
+            ),
         )
         .await;
+        match &outcome {
+            Err(_) => span.fail("timeout", "the call timed out"),
+            Ok(Err(e)) => span.fail("jsonrpc_error", e.to_string()),
+            Ok(Ok(CallToolResponse::Complete(r))) if r.is_error == Some(true) => {
+                span.fail("tool_error", "the tool answered isError")
+            }
+            Ok(Ok(_)) => {}
+        }
+        drop(span);
         if let (Some(caller), Ok(Ok(CallToolResponse::Complete(result)))) = (&caller, &outcome) {
             *caller.result.write_unpoisoned() = Some(result.clone());
         }
@@ -166,6 +191,19 @@ impl Inner {
             Ok(Err(e)) => Err(ToolError::Execution(format!("Tool '{tool}' failed: {e}"))),
         }
     }
+}
+
+/// The call's trace context as `params._meta` carries it: the `traceparent` (this client span
+/// as the parent) and `tracestate` keys that SEP-414 reserves in a request's `_meta`
+/// (modelcontextprotocol.io/seps/414-request-meta, part of the 2026-07-28 revision). Servers
+/// of earlier revisions ignore `_meta` keys they do not know.
+fn trace_meta(trace: &TraceContext) -> RequestMetaObject {
+    let mut meta = RequestMetaObject::default();
+    meta.set_traceparent(trace.traceparent());
+    if let Some(state) = trace.tracestate() {
+        meta.set_tracestate(state);
+    }
+    meta
 }
 
 /// Sends `notifications/cancelled` for a request that is dropped before its answer.

@@ -5,6 +5,7 @@ pub mod sse;
 pub mod stdio;
 pub mod streamable_http;
 pub mod tap;
+pub mod traced;
 
 use std::path::Path;
 
@@ -53,6 +54,8 @@ pub enum ConnectError {
     Initialize(rmcp::service::ClientInitializeError),
     #[error(transparent)]
     Sse(#[from] sse::SseError),
+    #[error("cannot build an HTTP client: {0}")]
+    Client(reqwest::Error),
 }
 
 /// How the server is reached.
@@ -119,7 +122,9 @@ pub async fn serve(
         }
         Endpoint::StreamableHttp(spec) => handler
             .serve(ProgressTap::new(
-                IntoTransport::<RoleClient, _, _>::into_transport(spec.transport()),
+                IntoTransport::<RoleClient, _, _>::into_transport(
+                    spec.transport().map_err(ConnectError::Client)?,
+                ),
                 routes,
             ))
             .await

@@ -115,7 +115,12 @@ pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, 
                 _ = ended.cancelled() => return,
             };
             let Some(message) = message else { return };
-            let delivered = client.post(endpoint.clone()).json(&message).send().await;
+            // Our requests carry their trace context as headers too (`traced`).
+            let mut post = client.post(endpoint.clone());
+            for (name, value) in super::traced::trace_headers(&message) {
+                post = post.header(name, value);
+            }
+            let delivered = post.json(&message).send().await;
             match delivered {
                 Ok(answer) if answer.status().is_success() => {}
                 Ok(answer) => {

@@ -8,6 +8,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::EndpointError;
+use super::traced::TracedClient;
 use crate::config::{HttpTransport, expand_env};
 
 /// The endpoint and headers, with `${VAR}` expanded.
@@ -73,12 +74,16 @@ impl HttpSpec {
     /// A Streamable HTTP transport; an upstream session that expires (404) is re-initialized
     /// and the requests it refused are sent again — rmcp's `reinit_on_expired_session`, safe
     /// because a 404 means the server never ran them.
-    pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+    /// Requests carry their trace context as headers too ([`TracedClient`]).
+    pub fn transport(&self) -> reqwest::Result<StreamableHttpClientTransport<TracedClient>> {
         let headers = self.header_map();
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
             .custom_headers(headers)
             .reinit_on_expired_session(true);
-        StreamableHttpClientTransport::from_config(config)
+        Ok(StreamableHttpClientTransport::with_client(
+            TracedClient::new()?,
+            config,
+        ))
     }
 }
 

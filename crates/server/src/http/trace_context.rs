@@ -1,0 +1,113 @@
+//! W3C Trace Context on every request, REST and MCP alike: the `traceparent`/`tracestate` a
+//! caller sent (ignored when invalid, as the specification asks — never an error), or a new
+//! trace; the request's server span, ended with the answer's status.
+//!
+//! The span's [`TraceContext`] goes into the request's extensions, where the envelope layer
+//! (the access log), the handlers and the MCP surface take it for the calls they make.
+//!
+//! No `traceparent` is echoed on the response: Trace Context defines it as a request header
+//! only (the response header, `traceresponse`, is still a Level 2 draft). A caller correlates
+//! through `X-Request-Id`, logged together with the trace id.
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::service::Service;
+use crate::telemetry::traceparent::{self, TRACEPARENT, TRACESTATE};
+use crate::telemetry::{Span, TraceParent};
+
+pub async fn trace_layer(
+    State(service): State<Arc<Service>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method().clone();
+    // The route's template, not the path: `/tools/{name}` is one route however many tools.
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    let name = match &route {
+        Some(route) => format!("{method} {route}"),
+        None => method.to_string(),
+    };
+    let mut span = Span::server(incoming(request.headers()), service.spans(), name);
+    if span.is_recording() {
+        span.set("http.request.method", method.to_string());
+        span.set("url.path", request.uri().path().to_owned());
+        span.set("url.scheme", "http");
+        if let Some(route) = route {
+            span.set("http.route", route);
+        }
+        if let Some(agent) = request
+            .headers()
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+        {
+            span.set("user_agent.original", agent.to_owned());
+        }
+    }
+    request.extensions_mut().insert(span.context().clone());
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    span.set("http.response.status_code", i64::from(status));
+    // A server span fails on 5xx only: a 4xx is the client's error, not the server's.
+    if status >= 500 {
+        span.fail(status.to_string(), format!("answered {status}"));
+    }
+    response
+}
+
+/// The caller's trace, when its `traceparent` is valid; its `tracestate` goes with it (and
+/// only then: without a valid parent the state has nothing to belong to).
+fn incoming(headers: &HeaderMap) -> Option<(TraceParent, Option<String>)> {
+    let mut parents = headers.get_all(TRACEPARENT).iter();
+    let first = parents.next()?;
+    // Two traceparent fields cannot both be the parent: neither is trusted.
+    if parents.next().is_some() {
+        return None;
+    }
+    let parent = TraceParent::parse(first.to_str().ok()?)?;
+    let state = traceparent::tracestate(
+        headers
+            .get_all(TRACESTATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
+    Some((parent, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_valid_parent_is_taken_with_its_state() {
+        let mut headers = HeaderMap::new();
+        headers.insert(TRACEPARENT, HeaderValue::from_static(PARENT));
+        headers.append(TRACESTATE, HeaderValue::from_static("a=1"));
+        headers.append(TRACESTATE, HeaderValue::from_static("b=2"));
+        let (parent, state) = incoming(&headers).unwrap();
+        assert_eq!(parent.format(), PARENT);
+        assert_eq!(state.as_deref(), Some("a=1,b=2"));
+    }
+
+    #[test]
+    fn an_invalid_or_repeated_parent_is_ignored() {
+        let mut headers = HeaderMap::new();
+        headers.insert(TRACEPARENT, HeaderValue::from_static("00-zz-00-01"));
+        headers.insert(TRACESTATE, HeaderValue::from_static("a=1"));
+        assert!(incoming(&headers).is_none());
+        headers.insert(TRACEPARENT, HeaderValue::from_static(PARENT));
+        headers.append(TRACEPARENT, HeaderValue::from_static(PARENT));
+        assert!(incoming(&headers).is_none());
+        assert!(incoming(&HeaderMap::new()).is_none());
+    }
+}
