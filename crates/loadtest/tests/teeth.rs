@@ -49,15 +49,27 @@ providers:
     )
 }
 
-/// A gateway in front of `upstream`, with admission control.
+/// A gateway in front of `upstream` with the default admission limits (64 at once), which the
+/// load runs stay under.
 fn gateway(upstream: &Upstream) -> Gateway {
+    gateway_with(upstream, "")
+}
+
+/// A gateway in front of `upstream` with the small admission limits the overload runs are told.
+fn admitting_gateway(upstream: &Upstream) -> Gateway {
+    gateway_with(
+        upstream,
+        &format!(
+            ", max_concurrent_calls: {LIMIT}, queue_depth: {QUEUE}, queue_timeout_ms: {QUEUE_TIMEOUT_MS}"
+        ),
+    )
+}
+
+fn gateway_with(upstream: &Upstream, limits: &str) -> Gateway {
     let work = tempfile::tempdir().unwrap();
     let port = free_port();
     let file = work.path().join("teeth.yaml");
-    let limits = format!(
-        ", max_concurrent_calls: {LIMIT}, queue_depth: {QUEUE}, queue_timeout_ms: {QUEUE_TIMEOUT_MS}"
-    );
-    std::fs::write(&file, config(port, upstream.port, &limits)).unwrap();
+    std::fs::write(&file, config(port, upstream.port, limits)).unwrap();
     let gateway = workspace_bin("mcp-http-gateway");
     let process = Killed(
         Command::new(gateway)
@@ -224,7 +236,7 @@ fn overload(url: &str, tool_delay_ms: u64) -> (i32, Value) {
 fn overload_passes_and_fails_on_a_slow_or_lost_call() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let upstream_ok = upstream(100, false, None);
-    let service = gateway(&upstream_ok);
+    let service = admitting_gateway(&upstream_ok);
     let (code, summary) = overload(&service.url, 100);
     assert_eq!(code, 0, "{summary:#}");
     let run = &summary["phases"][0];
@@ -243,7 +255,7 @@ fn overload_passes_and_fails_on_a_slow_or_lost_call() {
     // One call's connection dropped upstream: the gateway answers it with an error, which is
     // neither 200 nor 503 + Retry-After.
     let dropping = upstream(100, false, Some(5));
-    let (code, summary) = overload(&gateway(&dropping).url, 100);
+    let (code, summary) = overload(&admitting_gateway(&dropping).url, 100);
     assert_eq!(code, 1, "{summary:#}");
     let (passed, detail) = verdict(&summary, 0);
     assert!(!passed, "{detail}");
