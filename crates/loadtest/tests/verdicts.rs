@@ -32,7 +32,10 @@ fn verdicts_reports_and_exit_codes() {
     let config = work.path().join("bare.yaml");
     std::fs::write(
         &config,
-        format!("service: {{ name: bare, port: {port} }}\nproviders: []\n"),
+        format!(
+            "service: {{ name: bare, port: {port} }}\nsecurity: {{ rate_limit: {} }}\nproviders: []\n",
+            testkit::BULK_RATE_LIMIT
+        ),
     )
     .unwrap();
     let _gateway = Killed(
