@@ -103,7 +103,7 @@ CODE_GRAPH_BOLT_PASSWORD="${BOLT_PASSWORD:-code-graph-rag}" \
   "$gateway" serve --config-dir "$work/config" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 for name in "${!port_by_service[@]}"; do
-  wait_http "http://127.0.0.1:${port_by_service[$name]}/health" 60 || {
+  wait_answer "http://127.0.0.1:${port_by_service[$name]}/health" 60 || {
     echo "loadtest-ci: $name did not answer /health:" >&2; tail -20 "$work/gateway.log" >&2; exit 2
   }
 done
@@ -129,7 +129,8 @@ append() {
 for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   if ((${#only[@]})) && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
   url="http://127.0.0.1:${port_by_service[$name]}"
-  health="$(curl -fsS "$url/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"])')"
+  # 200 has the report in `data`, 503 (no tool can run) in `meta.health`.
+  health="$(curl -sS "$url/health" | python3 -c 'import json,sys; e=json.load(sys.stdin); print((e.get("data") or e.get("meta", {}).get("health") or {}).get("status", "unknown"))')"
   rm -rf "${out:?}/$name"; mkdir -p "$out/$name"
   if [[ "$health" != healthy ]]; then
     # Not run is not passed: it says so here, in the summary, and in the service's report.

@@ -28,6 +28,16 @@ wait_http() {
   done
 }
 
+# wait_answer URL SECONDS: until URL answers at all (any HTTP status: a /health that says 503
+# unavailable is up and talking); status 1 after SECONDS.
+wait_answer() {
+  local deadline=$((SECONDS + $2))
+  until [[ "$(curl -sS -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" != 000 ]]; do
+    ((SECONDS <= deadline)) || return 1
+    sleep 0.05
+  done
+}
+
 # shipped_config NAME DIR: config/NAME.yaml copied to DIR/NAME.yaml with a free port; prints the path.
 shipped_config() {
   mkdir -p "$2"
