@@ -209,7 +209,7 @@ if "$gateway" config get "$work/overload/overload.yaml" limits.max_concurrent_ca
       --tool-delay-ms "$delay_ms" --overload-multiple "$multiple" --run-time "${duration}s" \
       --report "$out/overload-$multiple" >/dev/null || true
     jq -r --arg m "$multiple" '.phases[0] as $p | ($p.total.requests + $p.refused) as $answered
-      | "| \($m)× (\($p.users)) | \($p.total.rps * 10 | round / 10) | \(if $answered > 0 then ($p.refused * 1000 / $answered | round / 10) else 0 end) % | \($p.total.p50_ms) | \($p.total.p99_ms) | \($p.lost) | \(if .passed then "pass" else "FAIL" end) |"' \
+      | "| \($m)× (\($p.users)) | \($p.total.rps * 10 | round / 10) | \(if $answered > 0 then ($p.refused * 1000 / $answered | round / 10) else 0 end) % | \($p.total.p50_ms * 10 | round / 10) | \($p.total.p99_ms * 10 | round / 10) | \($p.lost) | \(if .passed then "pass" else "FAIL" end) |"' \
       "$out/overload-$multiple/summary.json" >>"$results"
   done
 else
