@@ -160,28 +160,8 @@ if ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" overload "* ]]; then
   pids+=($!)
   until [[ -s "$work/upstream.port" ]]; do sleep 0.05; done
   overload_port="$(free_port)"
-  # write_overload_config LIMITS: the overload service's config, LIMITS appended to `limits`.
-  write_overload_config() {
-    mkdir -p "$work/overload"
-    cat >"$work/overload/overload.yaml" <<EOF
-service: { name: overload, port: $overload_port }
-security: { rate_limit: 1000000 }
-limits: { call_timeout_ms: 10000$1 }
-dependencies:
-  slow: { kind: http, base_url: "http://127.0.0.1:$(cat "$work/upstream.port")", health_path: /health }
-providers:
-  - name: slow
-    kind: http
-    dependency: slow
-    tools:
-      - name: slow
-        description: Answers after ${delay_ms} ms
-        input_schema: { type: object }
-        method: POST
-        path: /slow
-EOF
-  }
-  write_overload_config ", max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms"
+  overload_config "$work/overload/overload.yaml" "$overload_port" "$(cat "$work/upstream.port")" "$delay_ms" \
+    "max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms"
   "$gateway" serve --config "$work/overload/overload.yaml" >"$work/overload.log" 2>&1 &
   pids+=($!)
   wait_http "http://127.0.0.1:$overload_port/health" 60 || {

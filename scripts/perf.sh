@@ -175,23 +175,8 @@ limit=4; queue=4; queue_timeout_ms=1000; delay_ms=200
 pids+=($!)
 until [[ -s "$work/upstream.port" ]]; do sleep 0.05; done
 overload_port="$(free_port)"; mkdir -p "$work/overload"
-cat >"$work/overload/overload.yaml" <<EOF
-service: { name: overload, port: $overload_port }
-security: { rate_limit: 1000000 }
-limits: { call_timeout_ms: 10000, max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms }
-dependencies:
-  slow: { kind: http, base_url: "http://127.0.0.1:$(cat "$work/upstream.port")", health_path: /health }
-providers:
-  - name: slow
-    kind: http
-    dependency: slow
-    tools:
-      - name: slow
-        description: Answers after ${delay_ms} ms
-        input_schema: { type: object }
-        method: POST
-        path: /slow
-EOF
+overload_config "$work/overload/overload.yaml" "$overload_port" "$(cat "$work/upstream.port")" "$delay_ms" \
+  "max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms"
 {
   echo; echo "## Overload (max_concurrent_calls $limit, queue_depth $queue, queue_timeout_ms $queue_timeout_ms; the tool's upstream takes $delay_ms ms; ${duration}s per run)"; echo
 } >>"$results"

@@ -49,3 +49,27 @@ shipped_config() {
 
 # port_of FILE: the service port of a service config, as the gateway reads it (config get).
 port_of() { "${gateway:?port_of needs \$gateway, the mcp-http-gateway binary}" config get "$1" service.port; }
+
+# overload_config FILE PORT UPSTREAM_PORT DELAY_MS LIMITS: the overload service of the load suite
+# (scripts/loadtest-ci.sh, scripts/perf.sh): one `slow` tool on the slow upstream, LIMITS being
+# the admission settings (`max_concurrent_calls: N, queue_depth: N, queue_timeout_ms: N`).
+overload_config() {
+  mkdir -p "$(dirname "$1")"
+  cat >"$1" <<EOF
+service: { name: overload, port: $2 }
+security: { rate_limit: 1000000 }
+limits: { call_timeout_ms: 10000, $5 }
+dependencies:
+  slow: { kind: http, base_url: "http://127.0.0.1:$3", health_path: /health }
+providers:
+  - name: slow
+    kind: http
+    dependency: slow
+    tools:
+      - name: slow
+        description: Answers after $4 ms
+        input_schema: { type: object }
+        method: POST
+        path: /slow
+EOF
+}

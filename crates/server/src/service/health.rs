@@ -88,7 +88,7 @@ impl Service {
                     .then(|| dependencies.get(entry.provider.dependency_name()))
                     .flatten()
                     .map(|d| d.status);
-                let numbers = stats.get(&tool.name).cloned().unwrap_or_else(never_called);
+                let numbers = stats.get(&tool.name).cloned().unwrap_or_default();
                 Some((tool.name.clone(), numbers.to_health(dependency)))
             })
             .collect();
@@ -328,20 +328,6 @@ fn not_checked_yet() -> DependencyStatus {
     }
 }
 
-fn never_called() -> ToolSnapshot {
-    ToolSnapshot {
-        calls: 0,
-        failures: 0,
-        window_calls: 0,
-        window_failures: 0,
-        p50_ms: None,
-        p95_ms: None,
-        queries_per_minute: 0,
-        last_success: None,
-        last_error: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,7 +343,7 @@ mod tests {
     }
 
     fn tool(status: ToolStatus) -> ToolHealth {
-        never_called().to_health(match status {
+        ToolSnapshot::default().to_health(match status {
             ToolStatus::Unavailable => Some(DependencyState::Unavailable),
             ToolStatus::Degraded => Some(DependencyState::Unknown),
             ToolStatus::Healthy => Some(DependencyState::Connected),

@@ -125,8 +125,9 @@ impl Default for Record {
     }
 }
 
-/// One tool's numbers at one moment (what /health shows and metrics export).
-#[derive(Debug, Clone, PartialEq)]
+/// One tool's numbers at one moment (what /health shows and metrics export); the default is a
+/// tool never called.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolSnapshot {
     /// Since the service started.
     pub calls: u64,
@@ -493,17 +494,7 @@ mod tests {
             ToolStatus::Unavailable
         );
         // A tool never called, its dependency down: unavailable all the same.
-        let never = ToolSnapshot {
-            calls: 0,
-            failures: 0,
-            window_calls: 0,
-            window_failures: 0,
-            p50_ms: None,
-            p95_ms: None,
-            queries_per_minute: 0,
-            last_success: None,
-            last_error: None,
-        };
+        let never = ToolSnapshot::default();
         assert_eq!(
             never.status(Some(DependencyState::Unavailable)),
             ToolStatus::Unavailable
