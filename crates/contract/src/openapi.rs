@@ -28,8 +28,8 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
-    ToolsResponse, ValidationIssue,
+    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest,
+    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.

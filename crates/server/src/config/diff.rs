@@ -255,7 +255,11 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 4 * 5, "tool_prefix and the four fields of expose, per provider");
+        assert_eq!(
+            cases,
+            4 * 5,
+            "tool_prefix and the four fields of expose, per provider"
+        );
     }
 
     #[test]

@@ -437,21 +437,30 @@ mod tests {
                 "{base}  - {{ name: q, kind: cypher, dependency: db{extra}, tools: [{{ name: \"{name}\", description: d, input_schema: {{ type: object }}, query: \"RETURN 1\" }}] }}\n"
             )
         };
-        let c = parse(&cypher("t", ", tool_prefix: g_, expose: { exclude: [x], rename: { t: u }, describe: { t: D } }")).unwrap();
+        let c = parse(&cypher(
+            "t",
+            ", tool_prefix: g_, expose: { exclude: [x], rename: { t: u }, describe: { t: D } }",
+        ))
+        .unwrap();
         assert_eq!(c.service.on_name_clash, crate::config::OnNameClash::Prefix);
         assert!(c.service.identifier_names);
         let entry = &c.providers[0].value;
         assert_eq!(entry.tool_prefix(), Some("g_"));
         assert_eq!(entry.expose().rename["t"], "u");
         let e = parse(&cypher("get-t", "")).unwrap_err();
-        assert!(e.starts_with("t.yaml:5:") && e.contains("tool 'get-t': not a tool name"), "{e}");
+        assert!(
+            e.starts_with("t.yaml:5:") && e.contains("tool 'get-t': not a tool name"),
+            "{e}"
+        );
         let e = parse(&cypher("t", ", tool_prefix: g-")).unwrap_err();
         assert!(e.contains("tool_prefix 'g-'"), "{e}");
         let e = parse(&cypher("t", ", expose: { rename: { t: a.b } }")).unwrap_err();
         assert!(e.contains("expose.rename 't': 'a.b'"), "{e}");
         let e = parse(&cypher("t", ", expose: { hide: [t] }")).unwrap_err();
         assert!(e.contains("unknown field `hide`"), "{e}");
-        let mcp = format!("{base}  - {{ name: m, kind: mcp, command: x, tool_prefix: ev_, expose: {{ include: ['get-*'], rename: {{ get-sum: sum }} }} }}\n");
+        let mcp = format!(
+            "{base}  - {{ name: m, kind: mcp, command: x, tool_prefix: ev_, expose: {{ include: ['get-*'], rename: {{ get-sum: sum }} }} }}\n"
+        );
         let c = parse(&mcp).unwrap();
         assert_eq!(c.providers[0].value.tool_prefix(), Some("ev_"));
         assert_eq!(c.providers[0].value.expose().include, ["get-*"]);

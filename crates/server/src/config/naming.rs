@@ -83,7 +83,9 @@ impl Expose {
             }
         }
         if let Some((name, _)) = self.describe.iter().find(|(_, t)| t.trim().is_empty()) {
-            return Err(format!("expose.describe '{name}': the description is empty"));
+            return Err(format!(
+                "expose.describe '{name}': the description is empty"
+            ));
         }
         Ok(())
     }
@@ -216,7 +218,12 @@ mod tests {
 
     #[test]
     fn a_served_name_must_be_an_identifier() {
-        assert!(expose("rename: { a: b-c }\n").check().unwrap_err().contains("'b-c'"));
+        assert!(
+            expose("rename: { a: b-c }\n")
+                .check()
+                .unwrap_err()
+                .contains("'b-c'")
+        );
         assert!(expose("describe: { a: ' ' }\n").check().is_err());
         assert!(expose("rename: { get-sum: sum }\n").check().is_ok());
         assert!(check_tool_prefix("ev_").is_ok());

@@ -189,9 +189,12 @@ fn candidates(
             }
         }
         for mut schema in tools {
-            let Some(as_served) =
-                served(&schema.name, expose, prefix, config.service.identifier_names)
-            else {
+            let Some(as_served) = served(
+                &schema.name,
+                expose,
+                prefix,
+                config.service.identifier_names,
+            ) else {
                 continue;
             };
             let upstream = std::mem::replace(&mut schema.name, as_served.name);
@@ -333,7 +336,10 @@ mod tests {
     #[test]
     fn error_keeps_the_first_and_reports_the_clash() {
         let r = build(
-            vec![Listed("one", vec!["echo", "a"]), Listed("two-b", vec!["echo", "b"])],
+            vec![
+                Listed("one", vec!["echo", "a"]),
+                Listed("two-b", vec!["echo", "b"]),
+            ],
             &format!("service: {{ name: t, port: 9000 }}\n{TWO}"),
         );
         assert_eq!(names(&r), ["a", "b", "echo"]);
@@ -351,7 +357,10 @@ mod tests {
     #[test]
     fn prefix_serves_both_under_their_provider_and_calls_the_upstream_name() {
         let r = build(
-            vec![Listed("one", vec!["echo", "a"]), Listed("two-b", vec!["echo", "one_echo"])],
+            vec![
+                Listed("one", vec!["echo", "a"]),
+                Listed("two-b", vec!["echo", "one_echo"]),
+            ],
             &format!("service: {{ name: t, port: 9000, on_name_clash: prefix }}\n{TWO}"),
         );
         // two-b's own `one_echo` meets one's prefixed `echo`: the first in order keeps it.

@@ -82,9 +82,15 @@ async fn prefix_serves_both_clashing_tools_under_their_providers_names() {
     for (tool, _) in [("ev_one_echo", 1), ("two_echo", 2)] {
         let a = call(&gw, tool, json!({"message": tool})).await;
         assert_eq!(a.status, 200, "{}", a.body);
-        assert_eq!(a.body["data"]["content"][0]["text"], format!("Echo: {tool}"));
+        assert_eq!(
+            a.body["data"]["content"][0]["text"],
+            format!("Echo: {tool}")
+        );
     }
-    assert_eq!(call(&gw, "echo", json!({"message": "x"})).await.code(), "TOOL_NOT_FOUND");
+    assert_eq!(
+        call(&gw, "echo", json!({"message": "x"})).await.code(),
+        "TOOL_NOT_FOUND"
+    );
     let mut listed = mcp_tool_names(&gw).await;
     listed.sort();
     assert_eq!(listed, ["ev_one_echo", "get-sum", "two_echo"]);
@@ -96,7 +102,11 @@ async fn prefix_serves_both_clashing_tools_under_their_providers_names() {
         json!([{"tool": "echo", "providers": ["ev-one", "two"],
                 "served": ["ev_one_echo", "two_echo"], "resolution": "prefixed"}])
     );
-    assert_eq!(health.report()["status"], "healthy", "a settled clash leaves it healthy");
+    assert_eq!(
+        health.report()["status"],
+        "healthy",
+        "a settled clash leaves it healthy"
+    );
     // `get-sum` is not an identifier: kept as the server names it, with a warning.
     assert!(
         gw.logs().contains("tool name is not an identifier"),
@@ -159,7 +169,11 @@ async fn a_clash_appearing_while_running_is_reported_and_settled_by_the_policy()
         "{served:?}"
     );
     let a = call(&gw, "dyn_echo", json!({"text": "mine"})).await;
-    assert_eq!(a.body["data"]["content"][0]["text"], "echo:mine", "{}", a.body);
+    assert_eq!(
+        a.body["data"]["content"][0]["text"], "echo:mine",
+        "{}",
+        a.body
+    );
     let a = call(&gw, "everything_echo", json!({"message": "theirs"})).await;
     assert_eq!(a.body["data"]["content"][0]["text"], "Echo: theirs");
     let health = get(&gw, "/health").await;
@@ -177,17 +191,37 @@ async fn expose_and_names_apply_over_rest_and_mcp() {
         "everything",
         "tool_prefix: ev_, expose: { include: ['get-*', echo], exclude: [get-env], rename: { echo: say }, describe: { get-sum: Adds a and b. } }, limits: { tools: [{ tool: echo, rate_limit: 2 }] }",
     );
-    let mut gw = spawn_service("shown", "identifier_names: true", &format!("providers:\n{entry}"));
+    let mut gw = spawn_service(
+        "shown",
+        "identifier_names: true",
+        &format!("providers:\n{entry}"),
+    );
     gw.wait_running().await;
 
     let tools = get(&gw, "/tools").await;
     let served = names(&tools);
     assert!(served.contains(&"ev_say".to_owned()), "{served:?}");
     assert!(served.contains(&"ev_get_sum".to_owned()), "{served:?}");
-    for hidden in ["echo", "ev_echo", "get-env", "ev_get_env", "ev_get-sum", "add", "ev_add"] {
-        assert!(!served.contains(&hidden.to_owned()), "{hidden} in {served:?}");
+    for hidden in [
+        "echo",
+        "ev_echo",
+        "get-env",
+        "ev_get_env",
+        "ev_get-sum",
+        "add",
+        "ev_add",
+    ] {
+        assert!(
+            !served.contains(&hidden.to_owned()),
+            "{hidden} in {served:?}"
+        );
     }
-    assert!(served.iter().all(|n| n.starts_with("ev_") && !n.contains('-')), "{served:?}");
+    assert!(
+        served
+            .iter()
+            .all(|n| n.starts_with("ev_") && !n.contains('-')),
+        "{served:?}"
+    );
     let sum = tools.body["data"]["tools"]
         .as_array()
         .unwrap()
@@ -198,14 +232,22 @@ async fn expose_and_names_apply_over_rest_and_mcp() {
 
     // Called by the served name; the server is asked by its own (`echo`, `get-sum`).
     let a = call(&gw, "ev_say", json!({"message": "hi"})).await;
-    assert_eq!(a.body["data"]["content"][0]["text"], "Echo: hi", "{}", a.body);
+    assert_eq!(
+        a.body["data"]["content"][0]["text"], "Echo: hi",
+        "{}",
+        a.body
+    );
     let a = call(&gw, "ev_get_sum", json!({"a": 2, "b": 3})).await;
     assert_eq!(a.status, 200, "{}", a.body);
     let a = post_json(&gw, "/tools/ev_say", &json!({"message": "path"})).await;
     assert_eq!(a.body["data"]["content"][0]["text"], "Echo: path");
     // Hidden tools cannot be called, by any name.
     for hidden in ["get-env", "ev_get_env", "echo"] {
-        assert_eq!(call(&gw, hidden, json!({})).await.code(), "TOOL_NOT_FOUND", "{hidden}");
+        assert_eq!(
+            call(&gw, hidden, json!({})).await.code(),
+            "TOOL_NOT_FOUND",
+            "{hidden}"
+        );
     }
     // The provider's limits rule names `echo` (the upstream name) and limits `ev_say`.
     let limited = call(&gw, "ev_say", json!({"message": "3rd"})).await;
@@ -216,30 +258,55 @@ async fn expose_and_names_apply_over_rest_and_mcp() {
         .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         .await;
     let mcp_tools = listed["result"]["tools"].as_array().unwrap();
-    let mut mcp_names: Vec<&str> = mcp_tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut mcp_names: Vec<&str> = mcp_tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     mcp_names.sort();
-    assert_eq!(mcp_names, served.iter().map(String::as_str).collect::<Vec<_>>());
-    let sum = mcp_tools.iter().find(|t| t["name"] == "ev_get_sum").unwrap();
+    assert_eq!(
+        mcp_names,
+        served.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let sum = mcp_tools
+        .iter()
+        .find(|t| t["name"] == "ev_get_sum")
+        .unwrap();
     assert_eq!(sum["description"], "Adds a and b.");
     let answer = mcp
         .ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                     "params": {"name": "ev_get_sum", "arguments": {"a": 20, "b": 22}}}))
         .await;
     assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
-    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("42"), "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42"),
+        "{answer}"
+    );
     let answer = mcp
         .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                     "params": {"name": "get-env", "arguments": {}}}))
         .await;
-    assert!(answer["error"].is_object() || answer["result"]["isError"] == true, "{answer}");
+    assert!(
+        answer["error"].is_object() || answer["result"]["isError"] == true,
+        "{answer}"
+    );
 
-    let doc: Value = reqwest::get(gw.url("/openapi.json")).await.unwrap().json().await.unwrap();
+    let doc: Value = reqwest::get(gw.url("/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(doc["paths"]["/tools/ev_say"]["post"].is_object());
     assert!(doc["paths"]["/tools/echo"].is_null());
 
     // A reload changes names without restarting the server (no new child).
     let children = gw.child_pids();
-    let text = std::fs::read_to_string(&gw.config).unwrap().replace("say", "speak");
+    let text = std::fs::read_to_string(&gw.config)
+        .unwrap()
+        .replace("say", "speak");
     std::fs::write(&gw.config, text).unwrap();
     gw.signal(libc::SIGHUP);
     eventually(Duration::from_secs(15), "ev_speak served", || async {
@@ -262,7 +329,10 @@ fn folder(good_port: u16, bad_port: u16) -> tempfile::TempDir {
         service_yaml(
             "good",
             good_port,
-            &format!("providers:\n{}", everything_with("everything", "expose: { include: [echo] }")),
+            &format!(
+                "providers:\n{}",
+                everything_with("everything", "expose: { include: [echo] }")
+            ),
         ),
     )
     .unwrap();
@@ -297,7 +367,13 @@ async fn under_config_dir_a_service_that_cannot_start_leaves_the_others_serving(
     let (good, bad) = (free_port(), free_port());
     let dir = folder(good, bad);
     let config = dir.path().join("good.yaml");
-    let mut gw = Gateway::spawn_with(serve_dir(&dir, &[]), good, tempfile::tempdir().unwrap(), config, &[]);
+    let mut gw = Gateway::spawn_with(
+        serve_dir(&dir, &[]),
+        good,
+        tempfile::tempdir().unwrap(),
+        config,
+        &[],
+    );
     gw.wait_running().await;
     let a = call(&gw, "echo", json!({"message": "alive"})).await;
     assert_eq!(a.body["data"]["content"][0]["text"], "Echo: alive");
@@ -309,14 +385,20 @@ async fn under_config_dir_a_service_that_cannot_start_leaves_the_others_serving(
     .await;
     // The failed service's port is closed; its providers' children are gone.
     eventually(Duration::from_secs(10), "bad's port closed", || async {
-        reqwest::get(format!("http://127.0.0.1:{bad}/health")).await.is_err().then_some(())
+        reqwest::get(format!("http://127.0.0.1:{bad}/health"))
+            .await
+            .is_err()
+            .then_some(())
     })
     .await;
     eventually(Duration::from_secs(10), "one child left", || async {
         (gw.child_pids().len() == 1).then_some(())
     })
     .await;
-    assert_eq!(call(&gw, "echo", json!({"message": "still"})).await.status, 200);
+    assert_eq!(
+        call(&gw, "echo", json!({"message": "still"})).await.status,
+        200
+    );
     gw.signal(libc::SIGTERM);
     assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
 }
@@ -335,19 +417,42 @@ async fn strict_stops_everything_and_none_started_exits_1() {
         &[],
     );
     assert_eq!(gw.wait_exit(Duration::from_secs(60)).await.code(), Some(1));
-    assert!(gw.logs().contains("offered by both provider 'first'"), "{}", gw.logs());
+    assert!(
+        gw.logs().contains("offered by both provider 'first'"),
+        "{}",
+        gw.logs()
+    );
 
     // Without --strict, but no service can start (both ports taken): exit 1, each said.
-    let taken = [std::net::TcpListener::bind("127.0.0.1:0").unwrap(), std::net::TcpListener::bind("127.0.0.1:0").unwrap()];
-    let ports: Vec<u16> = taken.iter().map(|t| t.local_addr().unwrap().port()).collect();
+    let taken = [
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+    ];
+    let ports: Vec<u16> = taken
+        .iter()
+        .map(|t| t.local_addr().unwrap().port())
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     for (name, port) in [("a", ports[0]), ("b", ports[1])] {
-        std::fs::write(dir.path().join(format!("{name}.yaml")), service_yaml(name, port, "providers: []\n")).unwrap();
+        std::fs::write(
+            dir.path().join(format!("{name}.yaml")),
+            service_yaml(name, port, "providers: []\n"),
+        )
+        .unwrap();
     }
     let config = dir.path().join("a.yaml");
-    let mut gw = Gateway::spawn_with(serve_dir(&dir, &[]), ports[0], tempfile::tempdir().unwrap(), config, &[]);
+    let mut gw = Gateway::spawn_with(
+        serve_dir(&dir, &[]),
+        ports[0],
+        tempfile::tempdir().unwrap(),
+        config,
+        &[],
+    );
     assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(1));
     let logs = gw.logs();
-    assert!(logs.contains("service 'a': cannot listen") && logs.contains("service 'b': cannot listen"), "{logs}");
+    assert!(
+        logs.contains("service 'a': cannot listen") && logs.contains("service 'b': cannot listen"),
+        "{logs}"
+    );
     assert!(logs.contains("no service started (2 could not"), "{logs}");
 }
