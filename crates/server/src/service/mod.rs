@@ -311,7 +311,8 @@ impl Service {
 
     /// Logs what is new about names in `next`: each clash once (an error when a tool is not
     /// served, a warning when both are served prefixed), and each served name that is not an
-    /// identifier (kept as its upstream gives it; `service.identifier_names` maps it).
+    /// identifier (kept as its upstream gives it; `service.identifier_names` maps it), all in
+    /// one line.
     fn report_names(&self, before: &ToolRegistry, next: &ToolRegistry) {
         for conflict in next.conflicts() {
             if before.conflicts().contains(conflict) {
@@ -324,10 +325,14 @@ impl Service {
                 tracing::warn!(service = %self.name, tool = %conflict.0.tool, "{conflict}; served as {served} (on_name_clash: prefix)");
             }
         }
-        for tool in next.tools() {
-            if !is_identifier(&tool.name) && before.get(&tool.name).is_none() {
-                tracing::warn!(service = %self.name, tool = %tool.name, "tool name is not an identifier ({IDENTIFIER_RULE}); served as the upstream names it (set service.identifier_names to serve its identifier form)");
-            }
+        let kept: Vec<&str> = next
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|name| !is_identifier(name) && before.get(name).is_none())
+            .collect();
+        if !kept.is_empty() {
+            tracing::warn!(service = %self.name, tools = %kept.join(", "), "tool names that are not identifiers ({IDENTIFIER_RULE}) are served as their upstream names them; service.identifier_names: true serves their identifier form");
         }
     }
 
