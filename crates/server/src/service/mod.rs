@@ -320,7 +320,7 @@ impl Service {
             }
             let served = conflict.0.served.join(", ");
             if conflict.kept_first() {
-                tracing::error!(service = %self.name, tool = %conflict.0.tool, "{conflict}; the first provider keeps it, the other is not served (see /health conflicts)");
+                tracing::error!(service = %self.name, tool = %conflict.0.tool, "{conflict}; the first provider keeps it, the others' tool is not served (see /health conflicts)");
             } else {
                 tracing::warn!(service = %self.name, tool = %conflict.0.tool, "{conflict}; served as {served} (on_name_clash: prefix)");
             }
