@@ -14,7 +14,8 @@ pub enum HealthStatus {
     /// Serving, every dependency connected, every tool can run.
     Healthy,
     /// Serving, but some dependency is not connected (or not known to be): the tools behind a
-    /// missing one answer EXECUTION_ERROR at once.
+    /// missing one answer EXECUTION_ERROR at once; or a tool is not served because another
+    /// provider's tool has its name (`conflicts`, `kept_first`).
     Degraded,
     /// Not serving (GET /health answers 503): initializing, shutting down, or no tool can run
     /// (every tool's dependency is unavailable, or there are no tools because a provider is down).
@@ -138,4 +139,32 @@ pub struct HealthResponse {
     /// Each tool the service lists, by name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolHealth>,
+    /// Tool names that more than one provider offers (or one provider twice, after renaming),
+    /// and how each clash was settled; empty when there is none.
+    #[serde(default)]
+    pub conflicts: Vec<NameConflict>,
+}
+
+/// How a clash of tool names was settled (`on_name_clash` of the service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClashResolution {
+    /// The provider first in the configuration keeps the name; the tool of that name of the
+    /// others is not served (`on_name_clash: error` when the clash appeared while running, or
+    /// a clash that prefixing could not settle). The service reports `degraded`.
+    KeptFirst,
+    /// Each provider's tool is served under `{provider}_{name}` (`on_name_clash: prefix`).
+    Prefixed,
+}
+
+/// Tools of several providers that came to one name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct NameConflict {
+    /// The name they all came to.
+    pub tool: String,
+    /// The providers offering it, in configuration order.
+    pub providers: Vec<String>,
+    /// The names they are served under now (one with `kept_first`).
+    pub served: Vec<String>,
+    pub resolution: ClashResolution,
 }

@@ -16,8 +16,8 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    DependencyState, DependencyStatus, HealthResponse, HealthStatus, ToolFailure, ToolHealth,
-    ToolStatus,
+    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
+    ToolFailure, ToolHealth, ToolStatus,
 };
 pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
 pub use validation::ArgumentValidator;

@@ -27,9 +27,9 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse,
-    HealthStatus, Meta, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
-    ToolsResponse, ValidationIssue,
+    CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
+    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest,
+    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -479,6 +479,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         queued_calls: 0,
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
+        conflicts: Vec::new(),
     }
 }
 
@@ -631,6 +632,8 @@ fn components() -> utoipa::openapi::Components {
         (ToolHealth::name(), ToolHealth::schema()),
         (ToolStatus::name(), ToolStatus::schema()),
         (ToolFailure::name(), ToolFailure::schema()),
+        (NameConflict::name(), NameConflict::schema()),
+        (ClashResolution::name(), ClashResolution::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

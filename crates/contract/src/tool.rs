@@ -7,7 +7,9 @@ use utoipa::ToSchema;
 /// A tool as clients see it. `input_schema` is a JSON Schema with `type: object`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolSchema {
-    /// Unique within the service.
+    /// Unique within the service. An identifier (letters, digits, `_`) unless a bridged MCP
+    /// server's own name is kept as it is (e.g. `get-sum`; see the configuration's
+    /// `identifier_names`).
     pub name: String,
     /// A human-friendly name (MCP `title`), when the provider gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

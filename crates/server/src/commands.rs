@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::config::{self, LogFormat, ServiceConfig};
-use crate::runtime::ConfigSource;
+use crate::runtime::{ConfigSource, StartPolicy};
 use crate::shutdown::Shutdown;
 
 /// `openapi`: the contract's document as YAML (as committed) or JSON.
@@ -102,13 +102,17 @@ pub fn registry_list(file: &Path) -> ExitCode {
 
 /// `serve`: loads the configuration (errors before anything listens), sets up logging and
 /// runs every service until a signal.
-pub fn serve(source: ConfigSource, log_format: Option<LogFormat>) -> anyhow::Result<()> {
+pub fn serve(
+    source: ConfigSource,
+    log_format: Option<LogFormat>,
+    policy: StartPolicy,
+) -> anyhow::Result<()> {
     let configs = source.load()?;
     let first = &configs[0].logging;
     crate::logging::init(log_format.unwrap_or(first.format), &first.level);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(crate::runtime::run(source, configs))?;
+    runtime.block_on(crate::runtime::run(source, configs, policy))?;
     Ok(())
 }

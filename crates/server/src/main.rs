@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use mcp_http_gateway::commands;
 use mcp_http_gateway::config::LogFormat;
-use mcp_http_gateway::runtime::ConfigSource;
+use mcp_http_gateway::runtime::{ConfigSource, StartPolicy};
 
 /// Serves MCP servers (and other tool providers) behind one HTTP contract: GET /tools,
 /// POST /call-tool, GET /health, OpenAPI at /openapi.json and Swagger UI at /docs.
@@ -86,6 +86,11 @@ struct ServeArgs {
     /// Log format; overrides logging.format of the configuration.
     #[arg(long, value_enum, value_name = "FORMAT")]
     log_format: Option<LogFormat>,
+    /// Stop every service and exit 1 when one cannot start. Without it a service that cannot
+    /// start is logged and its port stays closed while the others serve; the exit status is 1
+    /// only when none started.
+    #[arg(long)]
+    strict: bool,
 }
 
 fn main() -> ExitCode {
@@ -100,7 +105,12 @@ fn main() -> ExitCode {
                 (None, Some(dir)) => ConfigSource::Dir(dir),
                 (None, None) => unreachable!("clap requires --config or --config-dir"),
             };
-            match commands::serve(source, args.log_format) {
+            let policy = if args.strict {
+                StartPolicy::Strict
+            } else {
+                StartPolicy::KeepOthers
+            };
+            match commands::serve(source, args.log_format, policy) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("mcp-http-gateway: {e:#}");

@@ -16,13 +16,13 @@ pub fn reusable(old: &ServiceConfig, new: &ServiceConfig) -> Vec<Option<usize>> 
         .collect()
 }
 
-/// Same entry (but for `limits`, which admission reads on each call), and the same dependency
-/// entry behind it.
+/// Same entry (but for `limits`, `expose` and `tool_prefix`, which the service applies around
+/// the provider), and the same dependency entry behind it.
 fn same_provider(
     (old_service, old): (&ServiceConfig, &ProviderConfig),
     (new_service, new): (&ServiceConfig, &ProviderConfig),
 ) -> bool {
-    old.without_limits() == new.without_limits()
+    old.as_running() == new.as_running()
         && old.dependency().map(|d| old_service.dependency(d))
             == new.dependency().map(|d| new_service.dependency(d))
 }
@@ -71,13 +71,16 @@ mod tests {
 
     /// One entry of every kind with every field set, as YAML would give it.
     fn every_field() -> (Value, Value) {
+        let expose = json!({"include": ["a*"], "exclude": ["b"], "rename": {"a1": "x"},
+                            "describe": {"a1": "d"}});
         let providers = json!([
             { "name": "stdio", "kind": "mcp", "command": "node", "args": ["a"], "env": {"K": "v"},
-              "cwd": "here", "setup_hint": "start it", "validate_output": "warn" },
+              "cwd": "here", "setup_hint": "start it", "validate_output": "warn",
+              "tool_prefix": "s_", "expose": expose },
             { "name": "remote", "kind": "mcp", "url": "http://h/mcp", "headers": {"X": "y"},
-              "setup_hint": "start it" },
+              "setup_hint": "start it", "tool_prefix": "r_", "expose": expose },
             { "name": "graph", "kind": "cypher", "dependency": "db", "setup_hint": "h",
-              "validate_output": "off",
+              "validate_output": "off", "tool_prefix": "g_", "expose": expose,
               "tools": [{ "name": "t", "description": "d", "input_schema": {"type": "object"},
                           "query": "RETURN 1", "result_key": "rows",
                           "output_schema": {"type": "object"} }] },
@@ -86,7 +89,7 @@ mod tests {
               "tools": [{ "name": "t", "description": "d", "input_schema": {"type": "object"},
                           "method": "POST", "path": "/p", "query": {"q": "1"}, "headers": {"H": "1"},
                           "body": "{}", "result": "/r", "output_schema": {"type": "object"} }],
-              "validate_output": "warn" }
+              "validate_output": "warn", "tool_prefix": "a_", "expose": expose }
         ]);
         let dependencies = json!({
             "db": { "kind": "bolt", "uri": "bolt://h:1", "user": "u", "password_env": "P",
@@ -96,6 +99,9 @@ mod tests {
         });
         (providers, dependencies)
     }
+
+    /// The provider fields applied by the service, not by the running provider.
+    const SERVICE_APPLIED: &[&str] = &["limits", "tool_prefix", "expose"];
 
     /// A different value of the same type.
     fn changed(value: &Value) -> Value {
@@ -124,7 +130,8 @@ mod tests {
     fn mutations(doc: &Value, at: &str, out: &mut Vec<(String, Value)>, root: &Value) {
         let Value::Object(map) = doc else { return };
         for (key, value) in map {
-            if key == "kind" {
+            // Applied around a running provider: see a_change_of_what_the_service_applies_….
+            if key == "kind" || SERVICE_APPLIED.contains(&key.as_str()) {
                 continue;
             }
             let here = format!("{at}/{key}");
@@ -212,6 +219,46 @@ mod tests {
         assert_eq!(
             reusable(&old, &service(limited, dependencies)),
             [Some(0), Some(1), Some(2), Some(3)]
+        );
+    }
+
+    #[test]
+    fn a_change_of_what_the_service_applies_restarts_nothing() {
+        let (providers, dependencies) = every_field();
+        let old = service(providers.clone(), dependencies.clone());
+        let mut cases = 0;
+        for i in 0..providers.as_array().unwrap().len() {
+            for key in ["tool_prefix", "expose"] {
+                let entry = &providers[i];
+                let mut one = Vec::new();
+                if key == "expose" {
+                    mutations(&entry[key], "/expose", &mut one, entry);
+                } else {
+                    let mut new = entry.clone();
+                    new[key] = changed(&entry[key]);
+                    one.push((format!("/{key}"), new));
+                }
+                for (path, new_entry) in one {
+                    let mut all = providers.clone();
+                    all[i] = new_entry.clone();
+                    let new = service(all, dependencies.clone());
+                    assert_ne!(
+                        new.providers[i].value, old.providers[i].value,
+                        "providers/{i}{path} was not read"
+                    );
+                    assert_eq!(
+                        reusable(&old, &new),
+                        [Some(0), Some(1), Some(2), Some(3)],
+                        "a change of providers/{i}{path} restarted a provider"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(
+            cases,
+            4 * 5,
+            "tool_prefix and the four fields of expose, per provider"
         );
     }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
+use super::naming::{IDENTIFIER_RULE, check_tool_prefix, is_identifier};
 use super::{ProviderConfig, ServiceConfig};
 
 /// A configuration that could not be used, rendered as `file:line:column: what is wrong`.
@@ -79,6 +80,10 @@ impl ServiceConfig {
         if let ProviderConfig::Cypher(p) = provider {
             p.limits.check_cypher()?;
         }
+        if let Some(prefix) = provider.tool_prefix() {
+            check_tool_prefix(prefix)?;
+        }
+        provider.expose().check()?;
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
             ProviderConfig::Mcp(_) => return Ok(()),
             ProviderConfig::Cypher(p) => (
@@ -124,7 +129,22 @@ impl ServiceConfig {
             return Err("declares no tools".into());
         }
         let mut names = BTreeSet::new();
+        if let ProviderConfig::Http(p) = provider
+            && let Some(usage) = &p.usage_tool
+            && !is_identifier(usage)
+        {
+            return Err(format!(
+                "usage_tool '{usage}' is not a tool name ({IDENTIFIER_RULE})"
+            ));
+        }
         for (name, input_schema) in tools {
+            // A declared tool is named here, so the identifier rule holds it at once (names
+            // that come from an upstream follow `identifier_names`).
+            if !is_identifier(name) {
+                return Err(format!(
+                    "tool '{name}': not a tool name ({IDENTIFIER_RULE})"
+                ));
+            }
             if !names.insert(name) {
                 return Err(format!("tool '{name}': declared twice"));
             }
@@ -407,6 +427,45 @@ mod tests {
         assert_eq!(stdio.args, ["--port", "8080", "true", "on"]);
         assert_eq!(stdio.env["N"], "1");
         assert_eq!(stdio.env["Y"], "off");
+    }
+
+    #[test]
+    fn served_names_are_identifiers_and_expose_is_read_for_every_kind() {
+        let base = "service: { name: docs, port: 8000, on_name_clash: prefix, identifier_names: true }\ndependencies:\n  db: { kind: bolt, uri: \"bolt://h:1\" }\nproviders:\n";
+        let cypher = |name: &str, extra: &str| {
+            format!(
+                "{base}  - {{ name: q, kind: cypher, dependency: db{extra}, tools: [{{ name: \"{name}\", description: d, input_schema: {{ type: object }}, query: \"RETURN 1\" }}] }}\n"
+            )
+        };
+        let c = parse(&cypher(
+            "t",
+            ", tool_prefix: g_, expose: { exclude: [x], rename: { t: u }, describe: { t: D } }",
+        ))
+        .unwrap();
+        assert_eq!(c.service.on_name_clash, crate::config::OnNameClash::Prefix);
+        assert!(c.service.identifier_names);
+        let entry = &c.providers[0].value;
+        assert_eq!(entry.tool_prefix(), Some("g_"));
+        assert_eq!(entry.expose().rename["t"], "u");
+        let e = parse(&cypher("get-t", "")).unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:5:") && e.contains("tool 'get-t': not a tool name"),
+            "{e}"
+        );
+        let e = parse(&cypher("t", ", tool_prefix: g-")).unwrap_err();
+        assert!(e.contains("tool_prefix 'g-'"), "{e}");
+        let e = parse(&cypher("t", ", expose: { rename: { t: a.b } }")).unwrap_err();
+        assert!(e.contains("expose.rename 't': 'a.b'"), "{e}");
+        let e = parse(&cypher("t", ", expose: { hide: [t] }")).unwrap_err();
+        assert!(e.contains("unknown field `hide`"), "{e}");
+        let mcp = format!(
+            "{base}  - {{ name: m, kind: mcp, command: x, tool_prefix: ev_, expose: {{ include: ['get-*'], rename: {{ get-sum: sum }} }} }}\n"
+        );
+        let c = parse(&mcp).unwrap();
+        assert_eq!(c.providers[0].value.tool_prefix(), Some("ev_"));
+        assert_eq!(c.providers[0].value.expose().include, ["get-*"]);
+        let e = parse("service: { name: docs, port: 8000, on_name_clash: rename }\n").unwrap_err();
+        assert!(e.contains("rename"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod diff;
 mod env;
 mod limits;
 mod load;
+mod naming;
 mod provider;
 pub mod query;
 mod types;
@@ -29,6 +30,9 @@ pub use self::limits::{
     CYPHER_TOOL_DEFAULTS, LimitsSection, ProviderLimits, ResolvedToolLimits, ToolLimit,
 };
 pub use self::load::{ConfigError, check_distinct, load_dir};
+pub use self::naming::{
+    Expose, IDENTIFIER_RULE, OnNameClash, Served, clash_prefix, is_identifier, served,
+};
 pub use self::provider::{
     CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
     McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
@@ -74,6 +78,14 @@ pub struct ServiceSection {
     /// The service's version as GET /tools and /health report it; the gateway's when absent.
     #[serde(default)]
     pub version: Option<String>,
+    /// Two providers offering one tool name: refuse (`error`), or serve each as
+    /// `{provider}_{name}` (`prefix`).
+    #[serde(default)]
+    pub on_name_clash: OnNameClash,
+    /// Serve a bridged tool whose name is not an identifier (`get-sum`) under its identifier
+    /// form (`get_sum`); off, it keeps its name and a warning is logged.
+    #[serde(default)]
+    pub identifier_names: bool,
 }
 
 fn default_host() -> String {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::limits::ProviderLimits;
+use super::naming::Expose;
 use super::types::{ProviderName, optional_text, text, text_map, texts};
 
 /// One provider of tools; `kind` selects the variant.
@@ -83,16 +84,37 @@ impl ProviderConfig {
         }
     }
 
-    /// The entry without its `limits`: what a running provider is (limits apply at admission,
-    /// so changing them does not restart it).
-    pub fn without_limits(&self) -> ProviderConfig {
+    /// Which of this provider's tools are served, under which names and descriptions.
+    pub fn expose(&self) -> &Expose {
+        match self {
+            ProviderConfig::Mcp(p) => &p.expose,
+            ProviderConfig::Cypher(p) => &p.expose,
+            ProviderConfig::Http(p) => &p.expose,
+        }
+    }
+
+    /// Prepended to every served name of this provider's tools.
+    pub fn tool_prefix(&self) -> Option<&str> {
+        match self {
+            ProviderConfig::Mcp(p) => p.tool_prefix.as_deref(),
+            ProviderConfig::Cypher(p) => p.tool_prefix.as_deref(),
+            ProviderConfig::Http(p) => p.tool_prefix.as_deref(),
+        }
+    }
+
+    /// The entry without what the service applies around a running provider: `limits` (read
+    /// at admission), `expose` and `tool_prefix` (applied when the tool list is built). What
+    /// is left is what the running provider is, so changing the others does not restart it.
+    pub fn as_running(&self) -> ProviderConfig {
         let mut entry = self.clone();
-        let limits = match &mut entry {
-            ProviderConfig::Mcp(p) => &mut p.limits,
-            ProviderConfig::Cypher(p) => &mut p.limits,
-            ProviderConfig::Http(p) => &mut p.limits,
+        let (limits, expose, prefix) = match &mut entry {
+            ProviderConfig::Mcp(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
+            ProviderConfig::Cypher(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
+            ProviderConfig::Http(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
         };
         *limits = ProviderLimits::default();
+        *expose = Expose::default();
+        *prefix = None;
         entry
     }
 }
@@ -112,6 +134,8 @@ pub struct McpProviderConfig {
     /// Results checked against each tool's `outputSchema` (default strict).
     pub validate_output: OutputValidation,
     pub limits: ProviderLimits,
+    pub tool_prefix: Option<String>,
+    pub expose: Expose,
 }
 
 /// How an MCP server is reached.
@@ -193,6 +217,14 @@ struct McpFields {
     validate_output: OutputValidation,
     #[serde(default)]
     limits: ProviderLimits,
+    #[serde(
+        default,
+        deserialize_with = "optional_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    tool_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Expose::is_empty")]
+    expose: Expose,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -253,6 +285,8 @@ impl TryFrom<McpFields> for McpProviderConfig {
             session_per_client: f.session_per_client,
             validate_output: f.validate_output,
             limits: f.limits,
+            tool_prefix: f.tool_prefix,
+            expose: f.expose,
         })
     }
 }
@@ -271,6 +305,8 @@ impl From<McpProviderConfig> for McpFields {
             session_per_client: c.session_per_client,
             validate_output: c.validate_output,
             limits: c.limits,
+            tool_prefix: c.tool_prefix,
+            expose: c.expose,
         };
         match c.transport {
             McpTransport::Stdio(s) => {
@@ -310,6 +346,12 @@ pub struct CypherProviderConfig {
     pub validate_output: OutputValidation,
     #[serde(default)]
     pub limits: ProviderLimits,
+    /// Prepended to the served name of each of its tools.
+    #[serde(default, deserialize_with = "optional_text")]
+    pub tool_prefix: Option<String>,
+    /// Which of its tools are served, renamed, re-described.
+    #[serde(default, skip_serializing_if = "Expose::is_empty")]
+    pub expose: Expose,
 }
 
 /// A Cypher query declared as a tool.
@@ -364,6 +406,12 @@ pub struct HttpProviderConfig {
     pub validate_output: OutputValidation,
     #[serde(default)]
     pub limits: ProviderLimits,
+    /// Prepended to the served name of each of its tools.
+    #[serde(default, deserialize_with = "optional_text")]
+    pub tool_prefix: Option<String>,
+    /// Which of its tools are served, renamed, re-described.
+    #[serde(default, skip_serializing_if = "Expose::is_empty")]
+    pub expose: Expose,
 }
 
 /// A call of the HTTP API declared as a tool.

@@ -49,82 +49,172 @@ pub enum RuntimeError {
     },
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("no service started ({failed} could not; each is in the log)")]
+    NoneStarted { failed: usize },
 }
 
-/// Serves every configured service until SIGTERM or SIGINT, then drains and stops.
-pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<(), RuntimeError> {
+/// What `serve` does when a service cannot start (it cannot be built, cannot bind its address,
+/// or its tool names clash).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StartPolicy {
+    /// The failure is logged, that service's port is closed, and the others keep serving; the
+    /// process exits 1 only when no service started.
+    #[default]
+    KeepOthers,
+    /// Any failure stops every service and the process exits 1 (`serve --strict`).
+    Strict,
+}
+
+/// Serves every configured service until SIGTERM or SIGINT, then drains and stops. A service
+/// that cannot start is handled by `policy`.
+pub async fn run(
+    source: ConfigSource,
+    configs: Vec<ServiceConfig>,
+    policy: StartPolicy,
+) -> Result<(), RuntimeError> {
     let mut terminate = signal(SignalKind::terminate()).map_err(RuntimeError::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(RuntimeError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(RuntimeError::Signals)?;
 
     let root = Shutdown::default();
     let drain = root.child();
-    let services: Vec<Arc<Service>> = configs
-        .into_iter()
-        .map(|config| Service::new(config, drain.child(), root.child()))
-        .collect::<Result<_, _>>()?;
-    let mut servers = Vec::new();
-    for service in &services {
-        let addr = service.settings().config.address();
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|error| RuntimeError::Bind {
-                service: service.name.clone(),
-                addr: addr.clone(),
-                error,
-            })?;
-        let local = listener.local_addr().map_err(|error| RuntimeError::Bind {
-            service: service.name.clone(),
-            addr: addr.clone(),
-            error,
-        })?;
-        tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
-        let app = crate::http::router(service.clone())
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let stopped = drain.clone();
-        servers.push(root.spawn(async move {
-            let stopped = async move { stopped.cancelled().await };
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await
-            {
-                tracing::error!("server error: {e}");
-            }
-        }));
-    }
-
-    let starting = futures::future::try_join_all(services.iter().map(|s| s.start()));
-    tokio::pin!(starting);
-    // A signal during start-up stops at once; a start-up failure stops with its error.
-    enum Start {
-        Done,
-        Signalled(&'static str),
-        Failed(ServiceError),
-    }
-    let start = tokio::select! {
-        result = &mut starting => match result {
-            Ok(_) => Start::Done,
-            Err(e) => Start::Failed(e),
-        },
-        _ = terminate.recv() => Start::Signalled("SIGTERM"),
-        _ = interrupt.recv() => Start::Signalled("SIGINT"),
+    let mut failures = Failures {
+        configured: configs.len(),
+        policy,
+        failed: Vec::new(),
     };
-    match start {
-        Start::Failed(e) => {
-            shutdown(&services, &root, &drain, servers).await;
-            return Err(e.into());
+    let mut services: Vec<Arc<Service>> = Vec::new();
+    for config in configs {
+        match Service::new(config, drain.child(), root.child()) {
+            Ok(service) => services.push(service),
+            Err(e) => failures.add(e.into())?,
         }
-        Start::Signalled(signal) => tracing::info!("{signal} while starting: draining"),
-        Start::Done => loop {
-            tokio::select! {
-                _ = terminate.recv() => { tracing::info!("SIGTERM: draining"); break; }
-                _ = interrupt.recv() => { tracing::info!("SIGINT: draining"); break; }
-                _ = hangup.recv() => reload(&source, &services).await,
+    }
+    let mut servers = Vec::new();
+    let mut listening = Vec::new();
+    for service in services {
+        match bind(&service).await {
+            Ok(listener) => {
+                let app = crate::http::router(service.clone())
+                    .into_make_service_with_connect_info::<SocketAddr>();
+                // The service's own drain: a service that fails to start closes its port alone.
+                let stopped = service.drain().clone();
+                servers.push(root.spawn(async move {
+                    let stopped = async move { stopped.cancelled().await };
+                    if let Err(e) = axum::serve(listener, app)
+                        .with_graceful_shutdown(stopped)
+                        .await
+                    {
+                        tracing::error!("server error: {e}");
+                    }
+                }));
+                listening.push(service);
             }
-        },
+            Err(e) => {
+                if let Err(e) = failures.add(e) {
+                    shutdown(&listening, &root, &drain, servers).await;
+                    return Err(e);
+                }
+            }
+        }
+    }
+    let services = listening;
+
+    let starting = futures::future::join_all(services.iter().map(|s| s.start()));
+    tokio::pin!(starting);
+    // A signal during start-up stops at once; start-up failures are judged by the policy.
+    let started = tokio::select! {
+        results = &mut starting => Some(results),
+        _ = terminate.recv() => { tracing::info!("SIGTERM while starting: draining"); None }
+        _ = interrupt.recv() => { tracing::info!("SIGINT while starting: draining"); None }
+    };
+    let Some(results) = started else {
+        shutdown(&services, &root, &drain, servers).await;
+        return Ok(());
+    };
+    let mut running = Vec::new();
+    for (service, result) in services.iter().zip(results) {
+        match result {
+            Ok(()) => running.push(service.clone()),
+            Err(e) => {
+                // Its port closes and its providers stop; the others are not touched.
+                service.begin_shutdown();
+                service.drain().cancel();
+                service.stop_providers().await;
+                if let Err(e) = failures.add(e.into()) {
+                    shutdown(&services, &root, &drain, servers).await;
+                    return Err(e);
+                }
+            }
+        }
+    }
+    if running.is_empty() {
+        shutdown(&services, &root, &drain, servers).await;
+        return Err(failures.none_started());
+    }
+    if !failures.failed.is_empty() {
+        tracing::warn!(
+            running = running.len(),
+            failed = failures.failed.len(),
+            "serving without the services that could not start (see the errors above)"
+        );
+    }
+    let services = running;
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => { tracing::info!("SIGTERM: draining"); break; }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: draining"); break; }
+            _ = hangup.recv() => reload(&source, &services).await,
+        }
     }
     shutdown(&services, &root, &drain, servers).await;
     Ok(())
+}
+
+/// The services that could not start, judged by the [`StartPolicy`].
+struct Failures {
+    configured: usize,
+    policy: StartPolicy,
+    failed: Vec<RuntimeError>,
+}
+
+impl Failures {
+    /// Records a failure; `Err` when it stops everything (`--strict`). With one service only
+    /// the error is not logged here: it is the process's error, said once by `main`.
+    fn add(&mut self, error: RuntimeError) -> Result<(), RuntimeError> {
+        if self.policy == StartPolicy::Strict {
+            return Err(error);
+        }
+        if self.configured > 1 {
+            tracing::error!("service not started: {error}");
+        }
+        self.failed.push(error);
+        Ok(())
+    }
+
+    /// The error when no service started: the only one's own, else a summary.
+    fn none_started(mut self) -> RuntimeError {
+        if self.failed.len() == 1 {
+            return self.failed.remove(0);
+        }
+        RuntimeError::NoneStarted {
+            failed: self.failed.len(),
+        }
+    }
+}
+
+/// Binds the service's `host:port`.
+async fn bind(service: &Service) -> Result<TcpListener, RuntimeError> {
+    let addr = service.settings().config.address();
+    let failed = |error| RuntimeError::Bind {
+        service: service.name.clone(),
+        addr: addr.clone(),
+        error,
+    };
+    let listener = TcpListener::bind(&addr).await.map_err(failed)?;
+    let local = listener.local_addr().map_err(failed)?;
+    tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
+    Ok(listener)
 }
 
 /// Re-reads the configuration and applies it service by service; anything invalid is refused

@@ -144,7 +144,7 @@ impl Service {
         // only guards against a provider that does not.
         let outcome = tokio::time::timeout(
             timeout + Duration::from_secs(1),
-            entry.provider.call(tool, arguments, &cx),
+            entry.provider.call(&entry.upstream, arguments, &cx),
         )
         .await;
         let ran = started.elapsed();

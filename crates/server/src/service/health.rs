@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use contract::{
-    DependencyState, DependencyStatus, HealthResponse, HealthStatus, ToolHealth, ToolStatus,
+    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
+    ToolHealth, ToolStatus,
 };
 use tokio::sync::{Notify, watch};
 
@@ -84,7 +85,7 @@ impl Service {
                 let entry = toolset.registry.get(&tool.name)?;
                 let dependency = entry
                     .provider
-                    .needs_dependency(&tool.name)
+                    .needs_dependency(&entry.upstream)
                     .then(|| dependencies.get(entry.provider.dependency_name()))
                     .flatten()
                     .map(|d| d.status);
@@ -92,9 +93,25 @@ impl Service {
                 Some((tool.name.clone(), numbers.to_health(dependency)))
             })
             .collect();
+        let conflicts: Vec<NameConflict> = toolset
+            .registry
+            .conflicts()
+            .iter()
+            .map(|c| c.0.clone())
+            .collect();
         let phase = self.lifecycle.phase();
         let status = match phase {
-            Phase::Running => overall(&dependencies, &tools),
+            // A tool left out by a clash is a configured tool not served.
+            Phase::Running => match overall(&dependencies, &tools) {
+                HealthStatus::Healthy
+                    if conflicts
+                        .iter()
+                        .any(|c| c.resolution == ClashResolution::KeptFirst) =>
+                {
+                    HealthStatus::Degraded
+                }
+                status => status,
+            },
             _ => HealthStatus::Unavailable,
         };
         let state = match (phase, status) {
@@ -115,6 +132,7 @@ impl Service {
             queued_calls: self.admission.waiting(),
             dependencies,
             tools,
+            conflicts,
         }
     }
 

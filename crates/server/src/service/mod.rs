@@ -34,7 +34,7 @@ use self::registry::ToolRegistry;
 pub use self::settings::Settings;
 use self::stats::ToolStats;
 use self::toolset::ToolSet;
-use crate::config::{ServiceConfig, diff};
+use crate::config::{IDENTIFIER_RULE, ServiceConfig, diff, is_identifier};
 use crate::dependency;
 use crate::provider::mcp::Upstream;
 use crate::provider::mcp::downstream::Downstreams;
@@ -182,17 +182,13 @@ impl Service {
     }
 
     /// Connects every provider (concurrently), builds the tool list and starts serving.
-    /// Two providers offering one tool name is an error naming both.
+    /// A clash of tool names that `service.on_name_clash` does not settle by prefixing is an
+    /// error naming the tool and the providers.
     pub async fn start(self: &Arc<Self>) -> Result<(), ServiceError> {
         let providers = self.toolset().providers.clone();
         futures::future::join_all(providers.iter().map(|p| p.start())).await;
-        let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
-        if let Some(conflict) = conflicts.into_iter().next() {
-            return Err(ServiceError::DuplicateTool {
-                service: self.name.clone(),
-                conflict,
-            });
-        }
+        let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
+        self.refuse_unsettled(&registry)?;
         self.install(providers, registry);
         // The first checks start now and normally end before the service says it is ready.
         self.drain.spawn(self.clone().watch_dependencies());
@@ -204,7 +200,21 @@ impl Service {
         Ok(())
     }
 
-    /// Rebuilds the tool list whenever a provider says its tools changed.
+    /// At start and reload a clash left to "the first keeps it" is refused: nothing is served
+    /// yet under that configuration, so no tool has to go.
+    fn refuse_unsettled(&self, registry: &ToolRegistry) -> Result<(), ServiceError> {
+        match registry.conflicts().iter().find(|c| c.kept_first()) {
+            Some(conflict) => Err(ServiceError::DuplicateTool {
+                service: self.name.clone(),
+                conflict: conflict.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Rebuilds the tool list whenever a provider says its tools changed. A clash that
+    /// appears now is settled by the same policy (under `error` the first provider keeps the
+    /// name) and reported: logged and listed in /health.
     async fn follow_tool_changes(self: Arc<Self>) {
         loop {
             tokio::select! {
@@ -213,10 +223,7 @@ impl Service {
             }
             let _rebuilding = self.rebuilding.lock().await;
             let providers = self.toolset().providers.clone();
-            let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
-            for conflict in conflicts {
-                tracing::error!(service = %self.name, "{conflict}; the first provider keeps it");
-            }
+            let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
             self.install(providers, registry);
         }
     }
@@ -227,7 +234,9 @@ impl Service {
     }
 
     fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
-        let changed = self.toolset().registry.tools() != registry.tools();
+        let before = self.toolset();
+        let changed = before.registry.tools() != registry.tools();
+        self.report_names(&before.registry, &registry);
         let toolset = ToolSet::new(
             &self.name,
             &self.version,
@@ -279,13 +288,10 @@ impl Service {
             .cloned()
             .collect();
         futures::future::join_all(fresh.iter().map(|p| p.start())).await;
-        let (registry, conflicts) = ToolRegistry::build(&providers, &self.name);
-        if let Some(conflict) = conflicts.into_iter().next() {
+        let registry = ToolRegistry::build(&providers, &config, &self.name);
+        if let Err(refused) = self.refuse_unsettled(&registry) {
             futures::future::join_all(fresh.iter().map(|p| p.shutdown())).await;
-            return Err(ServiceError::DuplicateTool {
-                service: self.name.clone(),
-                conflict,
-            });
+            return Err(refused);
         }
         self.admission
             .set_service_limit(config.limits.max_concurrent_calls);
@@ -301,6 +307,33 @@ impl Service {
             tools = self.toolset().registry.tools().len(), "configuration reloaded"
         );
         Ok(())
+    }
+
+    /// Logs what is new about names in `next`: each clash once (an error when a tool is not
+    /// served, a warning when both are served prefixed), and each served name that is not an
+    /// identifier (kept as its upstream gives it; `service.identifier_names` maps it), all in
+    /// one line.
+    fn report_names(&self, before: &ToolRegistry, next: &ToolRegistry) {
+        for conflict in next.conflicts() {
+            if before.conflicts().contains(conflict) {
+                continue;
+            }
+            let served = conflict.0.served.join(", ");
+            if conflict.kept_first() {
+                tracing::error!(service = %self.name, tool = %conflict.0.tool, "{conflict}; the first provider keeps it, the others' tool is not served (see /health conflicts)");
+            } else {
+                tracing::warn!(service = %self.name, tool = %conflict.0.tool, "{conflict}; served as {served} (on_name_clash: prefix)");
+            }
+        }
+        let kept: Vec<&str> = next
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|name| !is_identifier(name) && before.get(name).is_none())
+            .collect();
+        if !kept.is_empty() {
+            tracing::warn!(service = %self.name, tools = %kept.join(", "), "tool names that are not identifiers ({IDENTIFIER_RULE}) are served as their upstream names them; service.identifier_names: true serves their identifier form");
+        }
     }
 
     /// GET /tools's `data`, shared.

@@ -69,6 +69,8 @@ impl ToolSet {
 
 /// Every tool's limits from its provider's entry, with the gates they need; a tool rule that
 /// matches none of its provider's tools is logged (a typo would otherwise limit nothing).
+/// Rules match the name the provider knows a tool by (before `expose.rename`, `tool_prefix` or
+/// a clash's prefix), so a rule keeps its tool whatever name it is served under.
 fn plans(
     service: &str,
     config: &ServiceConfig,
@@ -81,26 +83,28 @@ fn plans(
         let provider = entry.name().as_str();
         let cypher = matches!(entry, ProviderConfig::Cypher(_));
         let provider_gate = admission.gate(Scope::Provider, provider, limits.max_concurrent);
-        let tools: Vec<&str> = registry
+        // (served name, upstream name) of this provider's tools.
+        let tools: Vec<(&str, &str)> = registry
             .tools()
             .iter()
-            .filter(|t| {
-                registry
-                    .get(&t.name)
-                    .is_some_and(|r| r.provider.name() == provider)
+            .filter_map(|t| {
+                let registered = registry.get(&t.name)?;
+                (registered.provider.name() == provider)
+                    .then_some((t.name.as_str(), registered.upstream.as_str()))
             })
-            .map(|t| t.name.as_str())
             .collect();
         for rule in &limits.tools {
-            let matched = tools
-                .iter()
-                .any(|t| limits.rule_for(t).is_some_and(|r| std::ptr::eq(r, rule)));
+            let matched = tools.iter().any(|(_, upstream)| {
+                limits
+                    .rule_for(upstream)
+                    .is_some_and(|r| std::ptr::eq(r, rule))
+            });
             if !matched && !tools.is_empty() {
                 tracing::warn!(service, provider, rule = %rule.tool, "limits.tools rule matches none of the provider's tools (or only tools an earlier rule took)");
             }
         }
-        for tool in tools {
-            let resolved = limits.resolve(tool, cypher, config.limits.call_timeout);
+        for (tool, upstream) in tools {
+            let resolved = limits.resolve(upstream, cypher, config.limits.call_timeout);
             let gates = CallGates {
                 tool: admission.gate(Scope::Tool, tool, resolved.tool_max_concurrent),
                 provider: provider_gate.clone(),

@@ -26,4 +26,5 @@ mod output_schemas;
 mod request_ids;
 mod security;
 mod shipped_services;
+mod tool_names;
 mod traces;
