@@ -22,7 +22,6 @@ use tokio::sync::{Notify, watch};
 
 use super::Service;
 use super::lifecycle::Phase;
-use super::stats::ToolSnapshot;
 use crate::provider::Provider;
 use crate::sync::Unpoisoned;
 
@@ -349,6 +348,7 @@ fn not_checked_yet() -> DependencyStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::stats::ToolSnapshot;
 
     fn dependency(status: DependencyState) -> DependencyStatus {
         DependencyStatus {
