@@ -1,7 +1,9 @@
 //! Host and Origin on every route (DNS-rebinding and cross-site protection): a foreign `Host`
 //! is refused with 403 `FORBIDDEN` on every route, REST and MCP, before the API key is asked
 //! for; the loopback names and the bind address pass; a foreign browser `Origin` may read (CORS
-//! keeps the answer from the page) but not call; a non-loopback bind must name its hosts.
+//! keeps the answer from the page) but not call; a non-loopback bind must name its hosts; and a
+//! real browser on a DNS-rebinding page (headless chromium, `tests/fixtures/rebinding_site.py`)
+//! can read and call nothing.
 
 use std::process::Command;
 
@@ -414,4 +416,98 @@ async fn the_old_mcp_keys_still_work_with_a_warning() {
     assert!(gw.logs().contains("mcp.allowed_hosts is deprecated"));
     gw.signal(15);
     let _ = gw.wait_exit(std::time::Duration::from_secs(10)).await;
+}
+
+/// What a page read, in headless chromium that resolves the attacker's names to 127.0.0.1:
+/// the page's `{name: {status, body}}`.
+async fn browse(url: String) -> Value {
+    let out =
+        tokio::task::spawn_blocking(move || {
+            Command::new("timeout")
+            .args(["120", "chromium", "--headless", "--no-sandbox", "--disable-gpu"])
+            .arg("--host-resolver-rules=MAP evil.example 127.0.0.1, MAP listed.example 127.0.0.1")
+            .args(["--virtual-time-budget=10000", "--dump-dom"])
+            .arg(&url)
+            .output()
+            .unwrap()
+        })
+        .await
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let text = dom
+        .split_once("<pre id=\"out\">")
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(text, _)| {
+            text.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no output in the page:\n{dom}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The attacker's site on `port`, passing every request but its page to the gateway.
+async fn rebinding_site(port: u16, gateway: u16) -> testkit::Killed {
+    let site = testkit::Killed(
+        Command::new(venv_python())
+            .args([
+                fixture("rebinding_site.py"),
+                port.to_string(),
+                gateway.to_string(),
+            ])
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        std::time::Duration::from_secs(20),
+        "the rebinding site",
+        || async move { reqwest::get(format!("http://127.0.0.1:{port}/")).await.ok() },
+    )
+    .await;
+    site
+}
+
+#[tokio::test]
+async fn a_rebinding_page_in_a_real_browser_can_read_and_call_nothing() {
+    let (attacker, listed) = (free_port(), free_port());
+    // The control: the same page under a name the service lists (as Host and as Origin) reads
+    // and calls, so the browser, the page and the pass-through work and the refusals below are
+    // the check's.
+    let extra = format!(
+        "security: {{ allowed_hosts: [localhost, 127.0.0.1, \"listed.example:{listed}\"], allowed_origins: [\"http://listed.example:{listed}\"], rate_limit: 100000 }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let gw = Gateway::start("rebound", &extra).await;
+    let _attacker_site = rebinding_site(attacker, gw.port).await;
+    let _listed_site = rebinding_site(listed, gw.port).await;
+
+    let read = browse(format!("http://evil.example:{attacker}/")).await;
+    for name in ["list", "health", "call", "call_by_name"] {
+        assert_eq!(read[name]["status"], 403, "{name}: {read}");
+        let body: Value = serde_json::from_str(read[name]["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body["code"], "FORBIDDEN", "{name}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("Host 'evil.example:{attacker}'")),
+            "{body}"
+        );
+    }
+    let control = browse(format!("http://listed.example:{listed}/")).await;
+    for name in ["list", "health", "call", "call_by_name"] {
+        assert_eq!(control[name]["status"], 200, "{name}: {control}");
+    }
+    assert!(
+        control["call"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("Echo: rebound"),
+        "{control}"
+    );
 }
