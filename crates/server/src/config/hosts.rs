@@ -289,7 +289,7 @@ impl ServiceConfig {
                 return Err(self.at(&alias, "mcp.allowed_hosts is replaced by security.allowed_hosts, which is also set: remove mcp.allowed_hosts".into()));
             }
             self.warn_at(&alias, "mcp.allowed_hosts is deprecated: it now applies to every route, REST and MCP; rename it security.allowed_hosts");
-            self.security.allowed_hosts = Some(alias.value);
+            self.security.allowed_hosts = Some(alias);
         }
         let mut aliases: Vec<OriginRule> = Vec::new();
         let mut alias_given = false;
@@ -312,6 +312,11 @@ impl ServiceConfig {
         if self.security.allowed_origins.is_none() {
             self.security.allowed_origins = Some(default_allowed_origins());
         }
+        if let Some(list) = &self.security.allowed_hosts
+            && list.value.is_empty()
+        {
+            return Err(self.at(list, "allowed_hosts is empty, which refuses every request: list the Host names clients use to reach the service, or [\"*\"]".into()));
+        }
         if self.security.allowed_hosts.is_none() {
             let host = &self.service.host;
             if !is_loopback_bind(&host.value) {
@@ -324,8 +329,9 @@ impl ServiceConfig {
                     ),
                 ));
             }
-            self.security.allowed_hosts =
-                Some(default_allowed_hosts(&host.value, self.service.port.get()));
+            let defaults = default_allowed_hosts(&host.value, self.service.port.get());
+            let unknown = serde_saphyr::Location::UNKNOWN;
+            self.security.allowed_hosts = Some(Spanned::new(defaults, unknown, unknown));
         }
         Ok(())
     }

@@ -189,7 +189,7 @@ pub struct SecuritySection {
     /// address with its port; required when `service.host` is not a loopback address. Always
     /// `Some` once loaded.
     #[serde(default)]
-    pub allowed_hosts: Option<Vec<HostRule>>,
+    pub allowed_hosts: Option<Spanned<Vec<HostRule>>>,
     /// Browser origins that get CORS answers and may send state-changing requests
     /// (`scheme://host[:port]`, `scheme://host:*`, `*`). Absent: any `http(s)` origin on
     /// `localhost`, `127.0.0.1` or `[::1]`, on any port. Always `Some` once loaded.
@@ -203,7 +203,10 @@ pub struct SecuritySection {
 impl SecuritySection {
     /// The accepted `Host` rules (the defaults are filled in at load).
     pub fn hosts(&self) -> &[HostRule] {
-        self.allowed_hosts.as_deref().unwrap_or_default()
+        self.allowed_hosts
+            .as_ref()
+            .map(|list| list.value.as_slice())
+            .unwrap_or_default()
     }
 
     /// The accepted browser origins (the defaults are filled in at load).
