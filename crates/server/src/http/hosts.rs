@@ -74,15 +74,15 @@ pub fn judge(
         let allowed =
             Authority::parse(&host).is_some_and(|h| rules.iter().any(|rule| rule.allows(&h)));
         if !allowed {
-            return Err(Refusal::Host(host));
+            return Err(Refusal::Host(shown(&host)));
         }
     }
     if origin_matters(method, uri.path()) {
         for origin in headers.get_all(header::ORIGIN) {
-            let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+            let origin = String::from_utf8_lossy(origin.as_bytes());
             if !settings.allows_origin(&origin) {
                 return Err(Refusal::Origin {
-                    origin,
+                    origin: shown(&origin),
                     method: method.clone(),
                     route: methods::route(uri.path()),
                 });
@@ -91,6 +91,17 @@ pub fn judge(
     }
     Ok(())
 }
+
+/// A header value as the answer and the log show it: at most [`SHOWN`] characters, since the
+/// client chose it.
+fn shown(value: &str) -> String {
+    match value.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_owned(),
+    }
+}
+
+const SHOWN: usize = 100;
 
 /// Where a browser's `Origin` must be allowed: every request that may change state (any method
 /// but GET, HEAD and OPTIONS), and every MCP request but a preflight (the MCP transport asks
@@ -299,6 +310,10 @@ mod tests {
             message,
             "Origin 'http://evil.example' may not send POST /tools/{name} (security.allowed_origins)"
         );
+        // What the client chose is shown cut short.
+        let long = format!("{}.example", "a".repeat(300));
+        let refused = judged(&s, Method::GET, "/tools", &[("host", &long)]).unwrap_err();
+        assert_eq!(refused, Refusal::Host(format!("{}…", "a".repeat(100))));
         let listed = settings("security: { allowed_origins: [\"https://app.example\"] }\n");
         assert_eq!(
             judged(
