@@ -20,6 +20,9 @@ pub enum ErrorCode {
     InvalidRequest,
     /// An API key is required and was missing or wrong.
     Unauthorized,
+    /// The request is not allowed: a `Host` or browser `Origin` the service does not accept, or a
+    /// tool outside the API key's scope.
+    Forbidden,
     /// No such route.
     NotFound,
     /// The route exists but not for this HTTP method.
@@ -40,11 +43,12 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the documentation lists them.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::ToolNotFound,
         ErrorCode::InvalidArguments,
         ErrorCode::InvalidRequest,
         ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
@@ -62,6 +66,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => 400,
             ErrorCode::InvalidRequest => 400,
             ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
@@ -80,6 +85,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
@@ -120,6 +126,9 @@ impl ErrorCode {
             ErrorCode::Unauthorized => {
                 "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong."
             }
+            ErrorCode::Forbidden => {
+                "The request is not allowed: its Host is not one of security.allowed_hosts, its browser Origin is not one of security.allowed_origins, or the tool is outside the API key's scope."
+            }
             ErrorCode::NotFound => "No route matches the path.",
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
@@ -148,6 +157,7 @@ impl ErrorCode {
                 "Request body is not valid JSON: expected value at line 1 column 1"
             }
             ErrorCode::Unauthorized => "Missing or invalid API key",
+            ErrorCode::Forbidden => "Host 'evil.example' is not allowed",
             ErrorCode::NotFound => "No route for GET /no-such-route",
             ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
             ErrorCode::PayloadTooLarge => "Request body exceeds the limit of 1048576 bytes",
@@ -193,6 +203,7 @@ mod tests {
                 ("INVALID_ARGUMENTS", 400),
                 ("INVALID_REQUEST", 400),
                 ("UNAUTHORIZED", 401),
+                ("FORBIDDEN", 403),
                 ("NOT_FOUND", 404),
                 ("METHOD_NOT_ALLOWED", 405),
                 ("PAYLOAD_TOO_LARGE", 413),

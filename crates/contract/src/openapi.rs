@@ -70,6 +70,7 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::InvalidRequest,
     ErrorCode::InvalidArguments,
     ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
     ErrorCode::ToolNotFound,
     ErrorCode::MethodNotAllowed,
     ErrorCode::PayloadTooLarge,
@@ -91,6 +92,7 @@ const OPERATIONS: &[Operation] = &[
         errors: &[
             ErrorCode::InvalidRequest,
             ErrorCode::Unauthorized,
+            ErrorCode::Forbidden,
             ErrorCode::MethodNotAllowed,
             ErrorCode::RateLimited,
             ErrorCode::InternalError,
@@ -129,6 +131,7 @@ const OPERATIONS: &[Operation] = &[
         success: "HealthEnvelope",
         errors: &[
             ErrorCode::InvalidRequest,
+            ErrorCode::Forbidden,
             ErrorCode::MethodNotAllowed,
             ErrorCode::InternalError,
             ErrorCode::ServiceUnavailable,
@@ -148,6 +151,7 @@ const OPERATIONS: &[Operation] = &[
         errors: &[
             ErrorCode::InvalidRequest,
             ErrorCode::Unauthorized,
+            ErrorCode::Forbidden,
             ErrorCode::NotFound,
             ErrorCode::MethodNotAllowed,
             ErrorCode::InternalError,

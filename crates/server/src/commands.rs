@@ -32,6 +32,9 @@ pub fn check_config(paths: &[PathBuf]) -> ExitCode {
             configs
                 .into_iter()
                 .map(|c| {
+                    for warning in &c.warnings {
+                        eprintln!("warning: {warning}");
+                    }
                     let summary = format!(
                         "{}: ok: service '{}' on {}, {} provider(s)",
                         c.source,

@@ -50,6 +50,7 @@ impl ServiceConfig {
             serde_saphyr::from_str_with_options(text, options).map_err(|e| located(shown, &e))?;
         config.base_dir = base_dir;
         config.source = shown.to_owned();
+        config.settle_hosts()?;
         config.validate()?;
         Ok(config)
     }
@@ -157,7 +158,7 @@ impl ServiceConfig {
         Ok(())
     }
 
-    fn at<T>(&self, spanned: &Spanned<T>, message: String) -> ConfigError {
+    pub(super) fn at<T>(&self, spanned: &Spanned<T>, message: String) -> ConfigError {
         ConfigError::Invalid {
             path: self.source.clone(),
             line: spanned.referenced.line(),
@@ -264,7 +265,7 @@ pub fn check_distinct(configs: &[ServiceConfig]) -> Result<(), ConfigError> {
                     ),
                 });
             }
-            if a.service.port == b.service.port && a.service.host == b.service.host {
+            if a.service.port == b.service.port && a.service.host.value == b.service.host.value {
                 return Err(ConfigError::Whole {
                     path: a.source.clone(),
                     message: format!("port {} is also used by {}", a.service.port, b.source),
@@ -289,7 +290,7 @@ mod tests {
     #[test]
     fn minimal_file_gets_the_defaults() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.service.host, "127.0.0.1");
+        assert_eq!(c.service.host.value, "127.0.0.1");
         assert_eq!(c.limits.max_body_bytes, 1_048_576);
         assert_eq!(
             c.limits.call_timeout,

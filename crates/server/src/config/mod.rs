@@ -10,6 +10,7 @@
 mod dependency;
 pub mod diff;
 mod env;
+mod hosts;
 mod limits;
 mod load;
 mod naming;
@@ -26,6 +27,7 @@ use serde_saphyr::Spanned;
 
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
+pub use self::hosts::{Authority, HostRule, OriginRule, parse_origin};
 pub use self::limits::{
     CYPHER_TOOL_DEFAULTS, LimitsSection, ProviderLimits, ResolvedToolLimits, ToolLimit,
 };
@@ -66,6 +68,10 @@ pub struct ServiceConfig {
     /// The file it was read from, for messages.
     #[serde(skip)]
     pub source: String,
+    /// What loading found worth saying but not refusing (deprecated keys), each as
+    /// `file:line:column: message`; logged when the service starts, printed by `check-config`.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -73,8 +79,9 @@ pub struct ServiceConfig {
 pub struct ServiceSection {
     pub name: ServiceName,
     pub port: Port,
+    /// Spanned: a non-loopback address without `security.allowed_hosts` is refused at its position.
     #[serde(default = "default_host")]
-    pub host: String,
+    pub host: Spanned<String>,
     /// The service's version as GET /tools and /health report it; the gateway's when absent.
     #[serde(default)]
     pub version: Option<String>,
@@ -88,8 +95,9 @@ pub struct ServiceSection {
     pub identifier_names: bool,
 }
 
-fn default_host() -> String {
-    "127.0.0.1".into()
+fn default_host() -> Spanned<String> {
+    let unknown = serde_saphyr::Location::UNKNOWN;
+    Spanned::new("127.0.0.1".into(), unknown, unknown)
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -188,9 +196,35 @@ pub struct SecuritySection {
     /// peer address); a client may spend a whole minute's allowance at once. At least 10.
     #[serde(default = "default_rate_limit", deserialize_with = "count::<_, 10>")]
     pub rate_limit: u64,
-    /// Allowed browser origins; empty means any `http(s)://localhost|127.0.0.1|[::1]` on any port.
+    /// `Host` values accepted on every route (DNS-rebinding protection): `name` (any port),
+    /// `name:port`, `[v6]:port` or `*`. Absent: `localhost`, `127.0.0.1`, `::1` and the bind
+    /// address with its port; required when `service.host` is not a loopback address. Always
+    /// `Some` once loaded.
     #[serde(default)]
-    pub cors_origins: Vec<String>,
+    pub allowed_hosts: Option<Spanned<Vec<HostRule>>>,
+    /// Browser origins that get CORS answers and may send state-changing requests
+    /// (`scheme://host[:port]`, `scheme://host:*`, `*`). Absent: any `http(s)` origin on
+    /// `localhost`, `127.0.0.1` or `[::1]`, on any port. Always `Some` once loaded.
+    #[serde(default)]
+    pub allowed_origins: Option<Vec<OriginRule>>,
+    /// Deprecated alias of `allowed_origins` (a warning at load; `[]` meant the default).
+    #[serde(default, skip_serializing)]
+    pub cors_origins: Option<Spanned<Vec<OriginRule>>>,
+}
+
+impl SecuritySection {
+    /// The accepted `Host` rules (the defaults are filled in at load).
+    pub fn hosts(&self) -> &[HostRule] {
+        self.allowed_hosts
+            .as_ref()
+            .map(|list| list.value.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// The accepted browser origins (the defaults are filled in at load).
+    pub fn origins(&self) -> &[OriginRule] {
+        self.allowed_origins.as_deref().unwrap_or_default()
+    }
 }
 
 fn default_api_keys_env() -> String {
@@ -207,7 +241,9 @@ impl Default for SecuritySection {
             api_keys_enabled: false,
             api_keys_env: default_api_keys_env(),
             rate_limit: default_rate_limit(),
-            cors_origins: Vec::new(),
+            allowed_hosts: None,
+            allowed_origins: None,
+            cors_origins: None,
         }
     }
 }
@@ -224,13 +260,13 @@ pub struct McpSection {
         serialize_with = "as_seconds"
     )]
     pub session_ttl: Duration,
-    /// Host header values accepted at /mcp (DNS-rebinding protection); default loopback only.
-    #[serde(default = "default_allowed_hosts")]
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted at /mcp (`scheme://host:port`, `:*` for any port); default
-    /// loopback origins on any port. A request without Origin (not a browser) passes.
-    #[serde(default = "default_allowed_origins")]
-    pub allowed_origins: Vec<String>,
+    /// Deprecated alias of `security.allowed_hosts` (a warning at load), which now applies to
+    /// every route.
+    #[serde(default, skip_serializing)]
+    pub allowed_hosts: Option<Spanned<Vec<HostRule>>>,
+    /// Deprecated alias of `security.allowed_origins` (a warning at load).
+    #[serde(default, skip_serializing)]
+    pub allowed_origins: Option<Spanned<Vec<OriginRule>>>,
     /// Live sessions allowed, both transports (/mcp, /sse) together; one more is refused with a
     /// clear error.
     #[serde(default = "default_max_sessions", deserialize_with = "count::<_, 1>")]
@@ -245,29 +281,12 @@ fn default_max_sessions() -> u64 {
     1000
 }
 
-fn default_allowed_origins() -> Vec<String> {
-    [
-        "http://localhost:*",
-        "http://127.0.0.1:*",
-        "http://[::1]:*",
-        "https://localhost:*",
-        "https://127.0.0.1:*",
-        "https://[::1]:*",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-fn default_allowed_hosts() -> Vec<String> {
-    vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
-}
-
 impl Default for McpSection {
     fn default() -> Self {
         McpSection {
             session_ttl: default_session_ttl(),
-            allowed_hosts: default_allowed_hosts(),
-            allowed_origins: default_allowed_origins(),
+            allowed_hosts: None,
+            allowed_origins: None,
             max_sessions: default_max_sessions(),
         }
     }
@@ -284,7 +303,7 @@ impl ServiceConfig {
 
     /// The address the service listens on, `host:port`.
     pub fn address(&self) -> String {
-        format!("{}:{}", self.service.host, self.service.port)
+        format!("{}:{}", self.service.host.value, self.service.port)
     }
 
     /// The providers, without their positions in the file.

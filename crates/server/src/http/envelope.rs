@@ -32,9 +32,7 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
         .unwrap_or_default();
     // The method is judged before anything about the content, the request id included.
     if let Some(refusal) = super::methods::refusal(&method, &path) {
-        let request_id = RequestId::generate();
-        let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
-        return span.in_scope(|| finish(refusal, request_id, &trace_id, started, &method, &path));
+        return unread(&request, refusal, started);
     }
     let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
         v.to_str()
@@ -59,6 +57,21 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
         }
     };
     span.in_scope(|| finish(response, request_id, &trace_id, started, &method, &path))
+}
+
+/// Answers a request refused before its content is read (its `X-Request-Id` included, so
+/// the answer has a fresh id): the envelope, the headers and the log line as for any other.
+/// For the layers that judge a request first (methods here, `hosts` outside this layer).
+pub(super) fn unread(request: &Request, refusal: Response, started: Instant) -> Response {
+    let (method, path) = (request.method(), request.uri().path());
+    let trace_id = request
+        .extensions()
+        .get::<TraceContext>()
+        .map(|t| t.trace_id().to_string())
+        .unwrap_or_default();
+    let request_id = RequestId::generate();
+    let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
+    span.in_scope(|| finish(refusal, request_id, &trace_id, started, method, path))
 }
 
 /// Draws the envelope, sets the headers, logs the request.
@@ -164,10 +177,11 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
             ErrorCode::PayloadTooLarge,
             "Request body is too large".to_owned(),
         ),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => (
+        StatusCode::UNAUTHORIZED => (
             ErrorCode::Unauthorized,
             "Missing or invalid API key".to_owned(),
         ),
+        StatusCode::FORBIDDEN => (ErrorCode::Forbidden, "Forbidden".to_owned()),
         StatusCode::TOO_MANY_REQUESTS => (ErrorCode::RateLimited, "Too many requests".to_owned()),
         StatusCode::SERVICE_UNAVAILABLE => (
             ErrorCode::ServiceUnavailable,

@@ -2,13 +2,15 @@
 //! apply to every request.
 //!
 //! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
-//! metrics → plain OPTIONS → CORS → envelope (methods, request id, envelope, log line) →
-//! lifecycle gate → API key → rate limit → panic catcher → routes.
+//! metrics → Host and Origin (403 before anything acts on the request) → plain OPTIONS → CORS
+//! → envelope (methods, request id, envelope, log line) → lifecycle gate → API key → rate
+//! limit → panic catcher → routes.
 
 mod cors;
 pub mod envelope;
 pub mod guards;
 pub mod handlers;
+pub mod hosts;
 mod methods;
 pub mod metrics;
 pub mod rate_limit;
@@ -62,6 +64,7 @@ fn with_layers(routes: Router, service: Arc<Service>) -> Router {
                 trace_context::trace_layer,
             ))
             .layer(from_fn_with_state(service.clone(), metrics::count_requests))
+            .layer(from_fn_with_state(service.clone(), hosts::check))
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))

@@ -76,7 +76,11 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::ToolError,
             "Tool '{tool}' was not admitted: {why}; retry after {s} s",
         ),
-        Code::Unauthorized | Code::NotFound | Code::MethodNotAllowed | Code::PayloadTooLarge => (
+        Code::Unauthorized
+        | Code::Forbidden
+        | Code::NotFound
+        | Code::MethodNotAllowed
+        | Code::PayloadTooLarge => (
             McpAnswer::Http,
             "the envelope, with the HTTP status of the code",
         ),
@@ -152,6 +156,7 @@ mod tests {
                 (Code::InvalidArguments, ToolError),
                 (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
                 (Code::Unauthorized, Http),
+                (Code::Forbidden, Http),
                 (Code::NotFound, Http),
                 (Code::MethodNotAllowed, Http),
                 (Code::PayloadTooLarge, Http),

@@ -1,6 +1,7 @@
 //! What every MCP request passes before a transport handles it, for `/mcp` (as a layer in
-//! front of rmcp's Streamable HTTP service) and for the legacy `/sse` + `/messages`:
-//! DNS-rebinding protection (Host and Origin, [`super::origin`]), the session rules of [`SessionBook`] (a bound
+//! front of rmcp's Streamable HTTP service) and for the legacy `/sse` + `/messages`, once the
+//! service's Host and Origin check (`http/hosts.rs`, shared with REST) has let it in: the
+//! session rules of [`SessionBook`] (a bound
 //! on live sessions, 404 for a closed, expired or unknown session, no request before the
 //! handshake is done) and the refusal of a JSON-RPC id still running in its session.
 
@@ -20,16 +21,13 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 
 use super::errors::jsonrpc;
-use super::origin::foreign_host_or_origin;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
-use crate::config::McpSection;
 use crate::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
 #[derive(Clone)]
 pub struct McpGate {
     pub book: SessionBook,
-    pub rules: Arc<McpSection>,
     pub in_flight: InFlight,
     pub max_body: usize,
 }
@@ -111,9 +109,6 @@ pub fn client_info(message: &Value) -> Option<(String, String)> {
 
 /// The layer in front of rmcp's `/mcp`.
 pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> Response {
-    if let Some(refusal) = foreign_host_or_origin(&gate.rules, request.headers()) {
-        return refusal;
-    }
     let session = request
         .headers()
         .get("mcp-session-id")

@@ -48,14 +48,14 @@ pub fn endpoint(
     StreamableHttpService<McpBridge, LocalSessionManager>,
     Arc<LocalSessionManager>,
 ) {
-    let settings = service.settings();
     let mut sessions = LocalSessionManager::default();
     // Idle sessions are expired by our session book (mcp_gate::sweep_sessions), not by rmcp.
     sessions.session_config.keep_alive = None;
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(settings.config.mcp.allowed_hosts.clone())
-        .with_allowed_origins(settings.config.mcp.allowed_origins.clone())
-        .enforce_origin_validation()
+        // Host and Origin are judged once for every route, before this (`http/hosts.rs`, read
+        // per request so a reload applies); rmcp's own copy of the rule would disagree with it.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
         .with_cancellation_token(stop);
     let sessions = Arc::new(sessions);
     let endpoint = StreamableHttpService::new(

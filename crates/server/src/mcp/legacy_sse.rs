@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -26,7 +26,6 @@ use super::gate::{
     McpGate, allowed_before_handshake, client_info, not_initialized, session_refusal,
 };
 use super::handler::McpBridge;
-use super::origin::foreign_host_or_origin;
 use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
 
@@ -64,10 +63,7 @@ impl Drop for Registration {
 }
 
 /// `GET /sse`: a new session.
-pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Response {
-    if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
-        return refusal;
-    }
+pub async fn open(State(sessions): State<SseSessions>) -> Response {
     let book = &sessions.gate.book;
     if let Err(refusal) = book.admit() {
         return session_refusal(&refusal, Value::Null);
@@ -133,12 +129,8 @@ pub struct SessionQuery {
 pub async fn message(
     State(sessions): State<SseSessions>,
     Query(query): Query<SessionQuery>,
-    headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
-        return refusal;
-    }
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
     match book.touch(&query.session_id) {

@@ -1,7 +1,8 @@
 //! The incoming MCP surface of a service: the same tools as the REST routes, for agents.
 //!
 //! `/mcp` is rmcp's Streamable HTTP server running [`handler::McpBridge`] behind our
-//! [`gate`] (Host/Origin via [`origin`], the session rules of [`sessions`], duplicate ids);
+//! [`gate`] (the session rules of [`sessions`], duplicate ids), after the service's one Host
+//! and Origin check (`http/hosts.rs`, in front of every route);
 //! `/sse` + `/messages` is the legacy transport ([`legacy_sse`]) with the same gate and bridge.
 //! Failures are answered as [`errors`] maps them. The outgoing side (MCP servers we call) is
 //! `provider::mcp`.
@@ -12,7 +13,6 @@ pub mod errors;
 pub mod gate;
 pub mod handler;
 pub mod legacy_sse;
-pub mod origin;
 pub mod sessions;
 
 use std::sync::Arc;
@@ -35,7 +35,6 @@ pub fn router(service: Arc<Service>) -> Router {
     gate::sweep_sessions(book.clone(), rmcp_sessions, stop);
     let gate = gate::McpGate {
         book,
-        rules: Arc::new(rules),
         in_flight: gate::InFlight::default(),
         max_body: settings.config.limits.max_body_bytes,
     };

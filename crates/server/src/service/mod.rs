@@ -271,7 +271,9 @@ impl Service {
         let _rebuilding = self.rebuilding.lock().await;
         let current = self.settings();
         let old = &current.config;
-        if old.service.port != config.service.port || old.service.host != config.service.host {
+        if old.service.port != config.service.port
+            || old.service.host.value != config.service.host.value
+        {
             tracing::warn!(service = %self.name, "service.host/port changes take effect at the next start; keeping the current address");
         }
         let old_providers = self.toolset().providers.clone();

@@ -12,7 +12,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub(super) fn new(config: ServiceConfig) -> Self {
+    pub fn new(config: ServiceConfig) -> Self {
         let api_keys = if config.security.api_keys_enabled {
             std::env::var(&config.security.api_keys_env)
                 .unwrap_or_default()
@@ -24,6 +24,9 @@ impl Settings {
         } else {
             Vec::new()
         };
+        for warning in &config.warnings {
+            tracing::warn!(service = %config.service.name, "{warning}");
+        }
         if config.security.api_keys_enabled && api_keys.is_empty() {
             tracing::warn!(
                 service = %config.service.name,
@@ -34,64 +37,13 @@ impl Settings {
         Settings { config, api_keys }
     }
 
-    /// The CORS rule: the configured origins, or any loopback origin on any port.
+    /// Whether a browser origin is one of `security.allowed_origins`: it gets CORS answers
+    /// and may send state-changing requests (`http/hosts.rs`, `http/cors.rs`).
     pub fn allows_origin(&self, origin: &str) -> bool {
-        if self.config.security.cors_origins.is_empty() {
-            is_loopback_origin(origin)
-        } else {
-            self.config
-                .security
-                .cors_origins
-                .iter()
-                .any(|o| o == origin || o == "*")
-        }
-    }
-}
-
-fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
-        return false;
-    };
-    let host = match rest.strip_prefix("[::1]") {
-        Some(after) => return after.is_empty() || after.strip_prefix(':').is_some_and(is_port),
-        None => rest,
-    };
-    let (host, port) = match host.split_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (host, None),
-    };
-    (host == "localhost" || host == "127.0.0.1") && port.is_none_or(is_port)
-}
-
-fn is_port(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_origins_any_port() {
-        for ok in [
-            "http://localhost",
-            "http://localhost:3000",
-            "https://127.0.0.1:8443",
-            "http://[::1]:5173",
-        ] {
-            assert!(is_loopback_origin(ok), "{ok}");
-        }
-        for bad in [
-            "http://localhost.evil.com",
-            "http://example.com",
-            "null",
-            "http://127.0.0.1:abc",
-            "file://x",
-        ] {
-            assert!(!is_loopback_origin(bad), "{bad}");
-        }
+        self.config
+            .security
+            .origins()
+            .iter()
+            .any(|rule| rule.allows(origin))
     }
 }

@@ -52,7 +52,7 @@ impl ToolSet {
         let publication = Publication {
             service: name,
             version,
-            server_url: server_url(&config.service.host, config.service.port.get()),
+            server_url: server_url(&config.service.host.value, config.service.port.get()),
             api_keys_enabled: config.security.api_keys_enabled,
             limits,
         };

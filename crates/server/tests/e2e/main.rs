@@ -9,6 +9,7 @@ mod cypher_provider;
 mod error_codes;
 mod harness;
 mod health;
+mod hosts;
 mod http_provider;
 mod lifecycle;
 mod mcp_fidelity;
