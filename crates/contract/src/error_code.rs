@@ -20,6 +20,8 @@ pub enum ErrorCode {
     InvalidRequest,
     /// An API key is required and was missing or wrong.
     Unauthorized,
+    /// The request is understood but refused (e.g. a tool outside the API key's scope).
+    Forbidden,
     /// No such route.
     NotFound,
     /// The route exists but not for this HTTP method.
@@ -40,11 +42,12 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the documentation lists them.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::ToolNotFound,
         ErrorCode::InvalidArguments,
         ErrorCode::InvalidRequest,
         ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
@@ -62,6 +65,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => 400,
             ErrorCode::InvalidRequest => 400,
             ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
@@ -80,6 +84,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
@@ -120,6 +125,9 @@ impl ErrorCode {
             ErrorCode::Unauthorized => {
                 "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong."
             }
+            ErrorCode::Forbidden => {
+                "The request is understood but refused, e.g. a tool outside the API key's scope (security.api_keys tools/deny_tools)."
+            }
             ErrorCode::NotFound => "No route matches the path.",
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
@@ -148,6 +156,7 @@ impl ErrorCode {
                 "Request body is not valid JSON: expected value at line 1 column 1"
             }
             ErrorCode::Unauthorized => "Missing or invalid API key",
+            ErrorCode::Forbidden => "Tool 'get-env' is outside the scope of API key 'ci'",
             ErrorCode::NotFound => "No route for GET /no-such-route",
             ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
             ErrorCode::PayloadTooLarge => "Request body exceeds the limit of 1048576 bytes",
@@ -193,6 +202,7 @@ mod tests {
                 ("INVALID_ARGUMENTS", 400),
                 ("INVALID_REQUEST", 400),
                 ("UNAUTHORIZED", 401),
+                ("FORBIDDEN", 403),
                 ("NOT_FOUND", 404),
                 ("METHOD_NOT_ALLOWED", 405),
                 ("PAYLOAD_TOO_LARGE", 413),

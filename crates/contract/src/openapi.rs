@@ -70,6 +70,7 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::InvalidRequest,
     ErrorCode::InvalidArguments,
     ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
     ErrorCode::ToolNotFound,
     ErrorCode::MethodNotAllowed,
     ErrorCode::PayloadTooLarge,

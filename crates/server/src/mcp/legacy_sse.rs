@@ -9,11 +9,11 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use rmcp::ServiceExt;
@@ -29,6 +29,7 @@ use super::handler::McpBridge;
 use super::origin::foreign_host_or_origin;
 use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
+use crate::service::client::Client;
 
 /// The open SSE sessions of one service: where each one's incoming messages go. Their
 /// records (state, client, expiry) are in the service's session book, shared with `/mcp`.
@@ -64,7 +65,11 @@ impl Drop for Registration {
 }
 
 /// `GET /sse`: a new session.
-pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Response {
+pub async fn open(
+    State(sessions): State<SseSessions>,
+    client: Option<Extension<Client>>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
         return refusal;
     }
@@ -80,7 +85,11 @@ pub async fn open(State(sessions): State<SseSessions>, headers: HeaderMap) -> Re
         .open
         .write_unpoisoned()
         .insert(id.clone(), to_server);
-    let bridge = McpBridge::new(sessions.service.clone());
+    // Every message of the session is the opener's: its API key's name and scope.
+    let bridge = match client {
+        Some(Extension(client)) => McpBridge::opened_by(sessions.service.clone(), client),
+        None => McpBridge::new(sessions.service.clone()),
+    };
     let session = id.clone();
     let serving_ended = ended.clone();
     sessions.service.drain().spawn(async move {
