@@ -37,7 +37,16 @@ use crate::service::client::Client;
 pub struct SseSessions {
     service: Arc<Service>,
     gate: McpGate,
-    open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
+    open: OpenSessions,
+}
+
+/// Each open session's way in, and the API key that opened it (its messages must come with
+/// the same key: the session answers with that key's tools).
+type OpenSessions = Arc<Mutex<HashMap<String, OpenSession>>>;
+
+struct OpenSession {
+    to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    key: Option<String>,
 }
 
 impl SseSessions {
@@ -52,7 +61,7 @@ impl SseSessions {
 
 /// Ends a session when its stream ends (the client went away, or the book expired it).
 struct Registration {
-    open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
+    open: OpenSessions,
     book: SessionBook,
     id: String,
 }
@@ -81,10 +90,13 @@ pub async fn open(
     let ended = book.open(&id, Transport::Sse, None);
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
+    let key = client
+        .as_ref()
+        .and_then(|Extension(c)| c.key_name().map(str::to_owned));
     sessions
         .open
         .write_unpoisoned()
-        .insert(id.clone(), to_server);
+        .insert(id.clone(), OpenSession { to_server, key });
     // Every message of the session is the opener's: its API key's name and scope.
     let bridge = match client {
         Some(Extension(client)) => McpBridge::opened_by(sessions.service.clone(), client),
@@ -142,11 +154,28 @@ pub struct SessionQuery {
 pub async fn message(
     State(sessions): State<SseSessions>,
     Query(query): Query<SessionQuery>,
+    client: Option<Extension<Client>>,
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
     if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
         return refusal;
+    }
+    // Judged before the session is touched: another key's message must not keep it alive.
+    let open = sessions
+        .open
+        .write_unpoisoned()
+        .get(&query.session_id)
+        .map(|s| (s.to_server.clone(), s.key.clone()));
+    let key = client.as_ref().and_then(|Extension(c)| c.key_name());
+    if let Some((_, opener)) = &open
+        && opener.as_deref() != key
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": "this session was opened with another API key; open GET /sse with yours"})),
+        )
+            .into_response();
     }
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
@@ -163,11 +192,7 @@ pub async fn message(
         book.set_client(&query.session_id, name, version);
     }
     let completes_handshake = body["method"] == "notifications/initialized";
-    let sender = sessions
-        .open
-        .write_unpoisoned()
-        .get(&query.session_id)
-        .cloned();
+    let sender = open.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         return (
             StatusCode::NOT_FOUND,
