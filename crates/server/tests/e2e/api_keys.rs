@@ -12,20 +12,26 @@ use crate::harness::*;
 
 const OPS_KEY: &str = "ops-secret-value";
 const CI_KEY: &str = "ci-secret-value";
+const READER_KEY: &str = "reader-secret-value";
 /// `printf %s ci-secret-value | sha256sum`
 const CI_SHA256: &str = "a611a47919fdcf6c91feb448c21023d8c56b2738757f0563d5a70b246e004f66";
 
-/// `ops` (from the environment, every tool) and `ci` (from its digest: `get-*` and `echo`,
-/// not `get-env`).
+/// `ops` (from the environment, every tool), `ci` (from its digest: `get-*` and `echo`, not
+/// `get-env`) and `reader` (`echo` only: a second scope, so the per-scope cache must tell
+/// scopes apart).
 fn keyed(extra_security: &str) -> String {
     format!(
-        "monitoring: {{ metrics_enabled: true }}\nsecurity:\n{extra_security}  api_keys:\n    - {{ name: ops, value_env: MHG_OPS_KEY }}\n    - {{ name: ci, sha256: {CI_SHA256}, tools: ['get-*', echo], deny_tools: [get-env] }}\nproviders:\n{}",
+        "monitoring: {{ metrics_enabled: true }}\nsecurity:\n{extra_security}  api_keys:\n    - {{ name: ops, value_env: MHG_OPS_KEY }}\n    - {{ name: ci, sha256: {CI_SHA256}, tools: ['get-*', echo], deny_tools: [get-env] }}\n    - {{ name: reader, value_env: MHG_READER_KEY, tools: [echo] }}\nproviders:\n{}",
         everything_provider("everything")
     )
 }
 
 async fn start_keyed(name: &str, extra_security: &str) -> Gateway {
-    let mut gw = Gateway::spawn_env(name, &keyed(extra_security), &[("MHG_OPS_KEY", OPS_KEY)]);
+    let mut gw = Gateway::spawn_env(
+        name,
+        &keyed(extra_security),
+        &[("MHG_OPS_KEY", OPS_KEY), ("MHG_READER_KEY", READER_KEY)],
+    );
     gw.wait_running().await;
     gw
 }
@@ -113,6 +119,17 @@ async fn named_keys_are_identified_and_scoped_over_rest() {
     let expected: BTreeSet<String> = all.iter().filter(|t| ci_may_use(t)).cloned().collect();
     assert_eq!(ci, expected);
     assert!(ci.len() >= 3 && ci.len() < all.len(), "{ci:?}");
+    let reader = get_as(&gw, "/tools", Some(READER_KEY)).await;
+    assert_eq!(
+        names(&reader.body["data"]["tools"]),
+        BTreeSet::from(["echo".to_owned()])
+    );
+    let again = get_as(&gw, "/tools", Some(CI_KEY)).await;
+    assert_eq!(
+        names(&again.body["data"]["tools"]),
+        ci,
+        "each scope its own list"
+    );
 
     // Calls: inside the scope they run; outside it 403, whether or not the tool exists (a
     // key cannot probe for tools outside its scope); in scope but missing, 404.
@@ -167,6 +184,8 @@ async fn named_keys_are_identified_and_scoped_over_rest() {
     assert_eq!(paths(&ops_doc.body), all);
     let ci_doc = get_as(&gw, "/openapi.json", Some(CI_KEY)).await;
     assert_eq!(paths(&ci_doc.body), ci);
+    let reader_doc = get_as(&gw, "/openapi.json", Some(READER_KEY)).await;
+    assert_eq!(paths(&reader_doc.body), BTreeSet::from(["echo".to_owned()]));
     let mapping = ci_doc.body["paths"]["/call-tool"]["post"]["requestBody"]["content"]
         ["application/json"]["schema"]["discriminator"]["mapping"]
         .as_object()
@@ -218,7 +237,7 @@ async fn named_keys_are_identified_and_scoped_over_rest() {
     })
     .await;
     let logs = gw.logs();
-    for secret in [OPS_KEY, CI_KEY] {
+    for secret in [OPS_KEY, CI_KEY, READER_KEY] {
         assert!(!logs.contains(secret), "a key's value reached the log");
     }
 }
