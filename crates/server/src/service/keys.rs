@@ -98,8 +98,9 @@ impl KeyRing {
         index.map(|i| self.keys[i as usize].client.clone())
     }
 
-    /// How many keys are usable (for tests and logs).
-    pub fn len(&self) -> usize {
+    /// How many keys are usable.
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.keys.len()
     }
 }
