@@ -97,3 +97,43 @@ fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
         .map(str::trim)
         .filter(|k| !k.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::presented_key;
+    use axum::http::{HeaderMap, HeaderValue};
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
+            .collect()
+    }
+
+    #[test]
+    fn the_key_comes_from_x_api_key_else_a_bearer_token() {
+        assert_eq!(
+            presented_key(&headers(&[("x-api-key", " k1 ")])),
+            Some("k1")
+        );
+        assert_eq!(
+            presented_key(&headers(&[("authorization", "Bearer k2")])),
+            Some("k2")
+        );
+        assert_eq!(
+            presented_key(&headers(&[
+                ("x-api-key", "k1"),
+                ("authorization", "Bearer k2")
+            ])),
+            Some("k1")
+        );
+        for none in [
+            headers(&[]),
+            headers(&[("authorization", "Basic k2")]),
+            headers(&[("authorization", "Bearer ")]),
+            headers(&[("x-api-key", "  ")]),
+        ] {
+            assert_eq!(presented_key(&none), None, "{none:?}");
+        }
+    }
+}
