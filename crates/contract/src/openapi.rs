@@ -127,7 +127,8 @@ const OPERATIONS: &[Operation] = &[
         description: "200 with the report when healthy or degraded; 503 SERVICE_UNAVAILABLE with the \
             same report in `meta.health` while initializing or shutting down, or when no tool can \
             run. Answered at once from the last background checks (`checked_at` says when each \
-            was made). Never rate limited, never requires an API key.",
+            was made). Never rate limited; needs no API key while it is in `security.public_routes` \
+            (the default).",
         success: "HealthEnvelope",
         errors: &[
             ErrorCode::InvalidRequest,
@@ -145,7 +146,8 @@ const OPERATIONS: &[Operation] = &[
         description: "The service's series in the Prometheus text exposition format (0.0.4), \
             when `monitoring.metrics_enabled` is on; while it is off, 404 NOT_FOUND as for an \
             unknown route. Never rate limited, answered while initializing or shutting down; \
-            requires an API key when keys are enabled. Not an envelope: the only success body \
+            requires an API key when keys are required (unless listed in \
+            `security.public_routes`). Not an envelope: the only success body \
             of the contract that is not.",
         success: "",
         errors: &[

@@ -41,7 +41,8 @@ pub struct Publication<'a> {
     pub version: &'a str,
     /// Where the service listens, `http://HOST:PORT` (the document's `servers`).
     pub server_url: String,
-    /// `security.api_keys_enabled`: the security schemes are published only then.
+    /// Whether API keys are required (`security.api_keys`, or the older `api_keys_enabled`):
+    /// the security schemes are published only then.
     pub api_keys_enabled: bool,
     pub limits: Limits,
 }

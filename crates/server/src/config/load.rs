@@ -58,6 +58,7 @@ impl ServiceConfig {
     /// The rules that span entries: unique provider names, dependencies that exist and are of
     /// the kind the provider needs, tools that are declared once and take an object.
     fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_security()?;
         let mut seen: Vec<&Spanned<ProviderConfig>> = Vec::new();
         for provider in &self.providers {
             let name = provider.value.name();
@@ -73,6 +74,47 @@ impl ServiceConfig {
             seen.push(provider);
             self.validate_entry(&provider.value)
                 .map_err(|message| self.at(provider, format!("provider '{name}': {message}")))?;
+        }
+        Ok(())
+    }
+
+    /// Key names are unique (they are the clients' identities), and none takes a name of the
+    /// older form's keys (`key-1`, …) while that form is on; public routes are paths.
+    fn validate_security(&self) -> Result<(), ConfigError> {
+        let security = &self.security;
+        for (i, key) in security.api_keys.iter().enumerate() {
+            let name = &key.value.name;
+            if let Some(first) = security.api_keys[..i]
+                .iter()
+                .find(|k| &k.value.name == name)
+            {
+                return Err(self.at(
+                    key,
+                    format!(
+                        "api key name '{name}' is used twice (first at line {}); a name is the client's identity",
+                        first.referenced.line()
+                    ),
+                ));
+            }
+            let legacy = name
+                .strip_prefix("key-")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if security.api_keys_enabled && legacy {
+                return Err(self.at(
+                    key,
+                    format!(
+                        "api key name '{name}' is how the keys of security.api_keys_env are named; choose another name"
+                    ),
+                ));
+            }
+        }
+        if let Some(route) = security.public_routes.iter().find(|r| !r.starts_with('/')) {
+            return Err(ConfigError::Whole {
+                path: self.source.clone(),
+                message: format!(
+                    "security.public_routes: '{route}' must be a path starting with '/' (`*` matches any run of characters)"
+                ),
+            });
         }
         Ok(())
     }
@@ -354,6 +396,51 @@ mod tests {
             e.starts_with("t.yaml:3:15: must be an integer of at least 10, got 9"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn api_keys_are_named_once_and_public_routes_are_paths() {
+        let c = parse(
+            "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys:\n    - { name: ci, value_env: CI_KEY, tools: ['get-*'] }\n  public_routes: [/health, '/docs*']\n",
+        )
+        .unwrap();
+        assert!(c.security.keys_required());
+        assert!(c.security.is_public("/docs/index.html"));
+        assert!(!c.security.is_public("/tools"));
+        assert!(
+            !parse("service: { name: docs, port: 8000 }\n")
+                .unwrap()
+                .security
+                .keys_required()
+        );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys:\n    - { name: ci, value_env: A }\n    - { name: ci, value_env: B }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:5:") && e.contains("'ci' is used twice (first at line 4)"),
+            "{e}"
+        );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys_enabled: true\n  api_keys:\n    - { name: key-2, value_env: B }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("how the keys of security.api_keys_env are named"),
+            "{e}"
+        );
+        let e = parse(
+            "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys:\n    - { name: ci, value_env: A, tools: [] }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.yaml:4:") && e.contains("would allow no tool"),
+            "{e}"
+        );
+        let e =
+            parse("service: { name: docs, port: 8000 }\nsecurity: { public_routes: [health] }\n")
+                .unwrap_err();
+        assert!(e.contains("must be a path starting with '/'"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! kind) are enforced while deserializing, so every error carries the position of the value or
 //! of the entry it concerns. Rules that span entries run after, in [`load`].
 
+mod api_keys;
 mod dependency;
 pub mod diff;
 mod env;
@@ -25,11 +26,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
+pub use self::api_keys::{ApiKeyConfig, KeySecret, legacy_key_name};
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
 pub use self::hosts::{Authority, HostRule, OriginRule, parse_origin};
 pub use self::limits::{
     CYPHER_TOOL_DEFAULTS, LimitsSection, ProviderLimits, ResolvedToolLimits, ToolLimit,
+    wildcard_match,
 };
 pub use self::load::{ConfigError, check_distinct, load_dir};
 pub use self::naming::{
@@ -185,13 +188,21 @@ impl Default for MonitoringSection {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecuritySection {
-    /// Require an API key (X-API-Key or Authorization: Bearer) on every route but /health.
+    /// Named API keys (`{name, value_env | sha256, tools?, deny_tools?}`); any entry turns keys
+    /// on: every route but `public_routes` then needs one (X-API-Key or Authorization: Bearer).
+    #[serde(default)]
+    pub api_keys: Vec<Spanned<ApiKeyConfig>>,
+    /// The older form, still read: require a key from `api_keys_env` (comma-separated, named
+    /// `key-1`, `key-2`, … by position, every tool allowed), alongside any `api_keys`.
     #[serde(default)]
     pub api_keys_enabled: bool,
-    /// The environment variable holding the accepted keys, comma-separated. Keys never live in
-    /// the file.
+    /// The environment variable holding the older form's keys. Keys never live in the file.
     #[serde(default = "default_api_keys_env")]
     pub api_keys_env: String,
+    /// Paths that need no key while keys are on: whole paths, `*` for any run of characters
+    /// (`/docs*`). Default `/health` only.
+    #[serde(default = "default_public_routes")]
+    pub public_routes: Vec<String>,
     /// Requests per minute one client may send (the API key's name when keys are on, else the
     /// peer address); a client may spend a whole minute's allowance at once. At least 10.
     #[serde(default = "default_rate_limit", deserialize_with = "count::<_, 10>")]
@@ -231,6 +242,10 @@ fn default_api_keys_env() -> String {
     "MCP_GATEWAY_API_KEYS".into()
 }
 
+fn default_public_routes() -> Vec<String> {
+    vec!["/health".into()]
+}
+
 fn default_rate_limit() -> u64 {
     1_000
 }
@@ -238,13 +253,27 @@ fn default_rate_limit() -> u64 {
 impl Default for SecuritySection {
     fn default() -> Self {
         SecuritySection {
+            api_keys: Vec::new(),
             api_keys_enabled: false,
             api_keys_env: default_api_keys_env(),
+            public_routes: default_public_routes(),
             rate_limit: default_rate_limit(),
             allowed_hosts: None,
             allowed_origins: None,
             cors_origins: None,
         }
+    }
+}
+
+impl SecuritySection {
+    /// Whether requests need a key: named keys are configured, or the older form is enabled.
+    pub fn keys_required(&self) -> bool {
+        self.api_keys_enabled || !self.api_keys.is_empty()
+    }
+
+    /// Whether `path` is open without a key (`public_routes`).
+    pub fn is_public(&self, path: &str) -> bool {
+        self.public_routes.iter().any(|r| wildcard_match(r, path))
     }
 }
 

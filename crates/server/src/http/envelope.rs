@@ -1,6 +1,7 @@
 //! The layer that gives each request its id, turns every answer into the envelope, sets
 //! `X-Request-Id` and `Retry-After`, and writes the one log line per request (with the trace
-//! id the trace-context layer outside it gave the request).
+//! id the trace-context layer outside it gave the request, and the client the layers inside
+//! it named: the API key's name, never its value, or the peer address).
 //!
 //! Answers that are not [`Reply`]s (axum's own 405, a 404 inside the Swagger UI, anything a
 //! library answers on its own) are converted by status, so no non-envelope error body leaves.
@@ -19,6 +20,7 @@ use tracing::Instrument;
 use super::reply::Reply;
 use super::request_id::RequestId;
 use crate::clock::timestamp;
+use crate::service::client::Client;
 use crate::telemetry::TraceContext;
 
 pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
@@ -139,6 +141,7 @@ fn finish(
         }
     };
     let mut response = response;
+    let client = response.extensions().get::<Client>().cloned();
     if let Some(code) = code {
         // For the request metrics outside this layer.
         response.extensions_mut().insert(code);
@@ -152,6 +155,7 @@ fn finish(
         trace_id,
         method = %method,
         path = %path,
+        client = client.as_ref().map(Client::as_str),
         tool = tool.as_deref(),
         status = response.status().as_u16(),
         code = code.map(ErrorCode::as_str),

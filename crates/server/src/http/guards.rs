@@ -1,9 +1,12 @@
 //! The layers that may turn a request away before a handler sees it: the lifecycle gate
 //! (503 while initializing or draining) and the API key check (401); the rate limit (429) is
-//! [`super::rate_limit`]. /health passes them all: it must answer while the service is not
-//! ready, and monitoring must not need a key or be throttled. /metrics passes the lifecycle
-//! gate and the rate limit (a scrape must see a starting or draining service, and is never
-//! throttled) but needs the API key like the tool routes: it names tools and their traffic.
+//! [`super::rate_limit`]. /health passes the lifecycle gate and the rate limit: it must answer
+//! while the service is not ready, and monitoring must not be throttled; by default it is the
+//! one public route (`security.public_routes`). /metrics passes the lifecycle gate and the rate
+//! limit (a scrape must see a starting or draining service, and is never throttled) but needs
+//! the API key like the tool routes unless made public: it names tools and their traffic.
+//! Whether a key may use a tool is judged by the service (`Service::call_tool`, the scoped
+//! tool lists): a call outside its scope is 403 FORBIDDEN.
 
 use std::sync::Arc;
 
@@ -16,7 +19,6 @@ use contract::ErrorCode;
 use super::reply::Reply;
 use crate::service::Service;
 use crate::service::lifecycle::Phase;
-use crate::service::rate_limit::Client;
 
 pub(super) const HEALTH: &str = "/health";
 pub(super) const METRICS: &str = "/metrics";
@@ -49,65 +51,89 @@ pub async fn lifecycle_gate(
     next.run(request).await
 }
 
+/// With keys required, a request outside `security.public_routes` must present an accepted key
+/// (401 otherwise); the key's client (name and tool scope) goes with the request. A key sent to
+/// a public route is honoured too, so a scoped key sees its own /openapi.json; a wrong one
+/// there is ignored, as no key is needed.
 pub async fn api_key(
     State(service): State<Arc<Service>>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let settings = service.settings();
-    let path = request.uri().path();
-    let public =
-        path == HEALTH || path == "/openapi.json" || path == "/docs" || path.starts_with("/docs/");
-    if settings.config.security.api_keys_enabled && !public {
-        let headers = request.headers();
-        let presented = headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| {
-                headers
-                    .get(header::AUTHORIZATION)?
-                    .to_str()
-                    .ok()?
-                    .strip_prefix("Bearer ")
-            });
-        let accepted = presented.and_then(|key| {
-            settings
-                .api_keys
-                .iter()
-                .position(|k| same_secret(k, key.trim()))
-        });
-        let Some(position) = accepted else {
+    let security = &settings.config.security;
+    if !security.keys_required() {
+        return next.run(request).await;
+    }
+    let client = presented_key(request.headers()).and_then(|key| settings.keys.identify(key));
+    match client {
+        Some(client) => {
+            request.extensions_mut().insert(client);
+        }
+        None if security.is_public(request.uri().path()) => {}
+        None => {
             return Reply::error(
                 ErrorCode::Unauthorized,
                 "Missing or invalid API key (send X-API-Key: <key> or Authorization: Bearer <key>)",
             )
             .into_response();
-        };
-        request.extensions_mut().insert(Client::of_key(position));
+        }
     }
     next.run(request).await
 }
 
-/// Compares without stopping at the first difference, so timing says nothing about the key.
-fn same_secret(expected: &str, presented: &str) -> bool {
-    let (a, b) = (expected.as_bytes(), presented.as_bytes());
-    let mut difference = a.len() ^ b.len();
-    for (i, byte) in b.iter().enumerate() {
-        difference |= usize::from(a.get(i).copied().unwrap_or(0) ^ byte);
-    }
-    difference == 0
+/// The key in `X-API-Key`, else in `Authorization: Bearer`.
+fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(header::AUTHORIZATION)?
+                .to_str()
+                .ok()?
+                .strip_prefix("Bearer ")
+        })
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::same_secret;
+    use super::presented_key;
+    use axum::http::{HeaderMap, HeaderValue};
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
+            .collect()
+    }
 
     #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret("k-one", "k-one"));
-        assert!(!same_secret("k-one", "k-on"));
-        assert!(!same_secret("k-one", "k-one2"));
-        assert!(!same_secret("k-one", "K-one"));
-        assert!(!same_secret("", "x"));
+    fn the_key_comes_from_x_api_key_else_a_bearer_token() {
+        assert_eq!(
+            presented_key(&headers(&[("x-api-key", " k1 ")])),
+            Some("k1")
+        );
+        assert_eq!(
+            presented_key(&headers(&[("authorization", "Bearer k2")])),
+            Some("k2")
+        );
+        assert_eq!(
+            presented_key(&headers(&[
+                ("x-api-key", "k1"),
+                ("authorization", "Bearer k2")
+            ])),
+            Some("k1")
+        );
+        for none in [
+            headers(&[]),
+            headers(&[("authorization", "Basic k2")]),
+            headers(&[("authorization", "Bearer ")]),
+            headers(&[("x-api-key", "  ")]),
+        ] {
+            assert_eq!(presented_key(&none), None, "{none:?}");
+        }
     }
 }

@@ -17,8 +17,12 @@ use crate::service::rate_limit::Client;
 use crate::service::{self, Service};
 use crate::telemetry::TraceContext;
 
-pub async fn list_tools(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok_shared(service.tools_data())
+/// The tools the client may use: every tool, or its API key's scope.
+pub async fn list_tools(
+    State(service): State<Arc<Service>>,
+    axum::Extension(client): axum::Extension<Client>,
+) -> Reply {
+    Reply::ok_shared(service.tools_data(&client))
 }
 
 pub async fn call_tool(
@@ -72,14 +76,7 @@ async fn run(
     trace: &TraceContext,
 ) -> Reply {
     let reply = match service
-        .call_tool(
-            tool,
-            arguments,
-            request_id.as_str(),
-            client.as_str(),
-            trace,
-            None,
-        )
+        .call_tool(tool, arguments, request_id.as_str(), client, trace, None)
         .await
     {
         Ok(data) => Reply::ok(data),
@@ -124,8 +121,12 @@ pub async fn metrics(State(service): State<Arc<Service>>, method: Method, uri: U
         .into_response()
 }
 
-pub async fn openapi(State(service): State<Arc<Service>>) -> Response {
-    Json(service.openapi().as_ref().clone()).into_response()
+/// The per-service document, with only the tools of the client's API key scope.
+pub async fn openapi(
+    State(service): State<Arc<Service>>,
+    axum::Extension(client): axum::Extension<Client>,
+) -> Response {
+    Json(service.openapi(&client).as_ref().clone()).into_response()
 }
 
 pub async fn not_found(method: Method, uri: Uri) -> Reply {

@@ -37,7 +37,9 @@ pub async fn rate_limit(
     };
     request.extensions_mut().insert(client.clone());
     if is_monitoring(request.uri().path()) {
-        return next.run(request).await;
+        let mut response = next.run(request).await;
+        response.extensions_mut().insert(client);
+        return response;
     }
     let per_minute = service.settings().config.security.rate_limit;
     let decision = service.rate_limiter.take(client.as_str(), per_minute);
@@ -64,6 +66,8 @@ pub async fn rate_limit(
     for (name, value) in rate_limit_headers(&decision) {
         headers.insert(name, value);
     }
+    // For the access log line and the per-key metrics, outside this layer.
+    response.extensions_mut().insert(client);
     response
 }
 

@@ -16,7 +16,6 @@ use std::time::Duration;
 use super::errors::{error_for, jsonrpc};
 use super::handler::McpBridge;
 use crate::provider::mcp::downstream::{CALLER, Caller};
-use crate::service::rate_limit::Client;
 use crate::telemetry::traceparent::tracestate;
 use crate::telemetry::{Span, SpanKind, TraceContext, TraceParent};
 
@@ -76,9 +75,7 @@ impl McpBridge {
         let request_id = uuid::Uuid::new_v4().to_string();
         let invocation_id = uuid::Uuid::new_v4().to_string();
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        let client = parts
-            .and_then(|parts| parts.extensions.get::<Client>().cloned())
-            .unwrap_or_else(Client::unknown);
+        let client = self.client(&context);
         let session_id = parts.and_then(|parts| {
             parts
                 .headers
@@ -108,7 +105,7 @@ impl McpBridge {
                 &request.name,
                 arguments,
                 &request_id,
-                client.as_str(),
+                &client,
                 &trace,
                 progress,
             ),
@@ -143,6 +140,7 @@ impl McpBridge {
             trace_id = %trace.trace_id(),
             jsonrpc_id = %context.id,
             transport = "mcp",
+            client = client.as_str(),
             tool = %request.name,
             status,
             code,

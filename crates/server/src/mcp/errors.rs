@@ -1,8 +1,8 @@
 //! How the contract's failures are answered over MCP, in one table (docs/mcp.md shows it):
 //! a tool that ran and failed, and invalid arguments (SEP-1303: the model reads them and can
 //! correct itself), are a result with `isError: true` and `{code, request_id, …}` in `_meta`
-//! (and as `structuredContent` for a tool without an output schema); an unknown tool and a
-//! malformed request are JSON-RPC errors with the same `data`; what the HTTP layer refuses keeps the envelope and its status.
+//! (and as `structuredContent` for a tool without an output schema); an unknown tool, a tool
+//! outside the API key's scope and a malformed request are JSON-RPC errors with the same `data`; what the HTTP layer refuses keeps the envelope and its status.
 
 use contract::ErrorCode as Code;
 use rmcp::ErrorData as McpError;
@@ -44,6 +44,15 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
             "Unknown tool: {tool}",
         ),
+        // A tool outside the API key's scope is not in that client's tools/list, so it is
+        // answered as a tool the client does not have (the same JSON-RPC code as an unknown
+        // tool, which clients already handle), with `data.code` FORBIDDEN saying why, as 403
+        // does over REST. Scope is judged before existence, so neither surface tells a key
+        // which tools exist outside its scope.
+        Code::Forbidden => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
+            "Tool '{tool}' is outside the scope of API key '{key}'",
+        ),
         // SEP-1303 (MCP 2025-11-25): a result the model can read and correct itself from.
         Code::InvalidArguments => (
             McpAnswer::ToolError,
@@ -76,11 +85,7 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::ToolError,
             "Tool '{tool}' was not admitted: {why}; retry after {s} s",
         ),
-        Code::Unauthorized
-        | Code::Forbidden
-        | Code::NotFound
-        | Code::MethodNotAllowed
-        | Code::PayloadTooLarge => (
+        Code::Unauthorized | Code::NotFound | Code::MethodNotAllowed | Code::PayloadTooLarge => (
             McpAnswer::Http,
             "the envelope, with the HTTP status of the code",
         ),
@@ -156,7 +161,7 @@ mod tests {
                 (Code::InvalidArguments, ToolError),
                 (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
                 (Code::Unauthorized, Http),
-                (Code::Forbidden, Http),
+                (Code::Forbidden, JsonRpc(jsonrpc::INVALID_PARAMS)),
                 (Code::NotFound, Http),
                 (Code::MethodNotAllowed, Http),
                 (Code::PayloadTooLarge, Http),
@@ -230,6 +235,13 @@ mod tests {
                 let data = &r.meta.unwrap().0[ERROR_META_KEY];
                 assert_eq!(data["code"], "SERVICE_UNAVAILABLE");
                 assert_eq!(data["retry_after"], 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(failure(Code::Forbidden), "rid", false) {
+            Err(e) => {
+                assert_eq!(e.code.0, jsonrpc::INVALID_PARAMS);
+                assert_eq!(e.data.unwrap()["code"], "FORBIDDEN");
             }
             other => panic!("{other:?}"),
         }

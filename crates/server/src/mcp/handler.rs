@@ -31,6 +31,7 @@ use super::errors::jsonrpc;
 use crate::provider::mcp::Upstream;
 use crate::provider::mcp::downstream::Downstream;
 use crate::service::Service;
+use crate::service::client::Client;
 
 /// One MCP session's view of the service (one request's, for a stateless 2026-07-28 client).
 #[derive(Clone)]
@@ -38,6 +39,9 @@ pub struct McpBridge {
     pub(super) service: Arc<Service>,
     /// This session as the MCP providers see it: its peer, log level, subscriptions.
     pub(super) downstream: Arc<Downstream>,
+    /// The client that opened the session, for a transport whose messages carry no HTTP
+    /// request of their own (legacy SSE); on /mcp each request names its client.
+    opener: Option<Client>,
 }
 
 /// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown).
@@ -80,7 +84,27 @@ impl McpBridge {
         McpBridge {
             service,
             downstream,
+            opener: None,
         }
+    }
+
+    /// A session whose messages all come from `client` (legacy SSE: the opener of GET /sse).
+    pub fn opened_by(service: Arc<Service>, client: Client) -> Self {
+        McpBridge {
+            opener: Some(client),
+            ..McpBridge::new(service)
+        }
+    }
+
+    /// Who sent this request: the client the HTTP layers named (its API key's name and
+    /// scope), else the session's opener.
+    pub(super) fn client(&self, context: &RequestContext<RoleServer>) -> Client {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Client>().cloned())
+            .or_else(|| self.opener.clone())
+            .unwrap_or_else(Client::unknown)
     }
 
     /// Notes the session's peer (rmcp gives it with each request).
@@ -377,7 +401,12 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.seen(&context);
-        let tools = self.service.mcp_tools().as_ref().clone();
+        // Only the tools the client's API key may use: the others do not exist for it.
+        let tools = self
+            .service
+            .mcp_tools(&self.client(&context))
+            .as_ref()
+            .clone();
         Ok(ListToolsResult::with_all_items(tools))
     }
 

@@ -9,11 +9,11 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use rmcp::ServiceExt;
@@ -28,6 +28,7 @@ use super::gate::{
 use super::handler::McpBridge;
 use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
+use crate::service::client::Client;
 
 /// The open SSE sessions of one service: where each one's incoming messages go. Their
 /// records (state, client, expiry) are in the service's session book, shared with `/mcp`.
@@ -35,7 +36,16 @@ use crate::service::Service;
 pub struct SseSessions {
     service: Arc<Service>,
     gate: McpGate,
-    open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
+    open: OpenSessions,
+}
+
+/// Each open session's way in, and the API key that opened it (its messages must come with
+/// the same key: the session answers with that key's tools).
+type OpenSessions = Arc<Mutex<HashMap<String, OpenSession>>>;
+
+struct OpenSession {
+    to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    key: Option<String>,
 }
 
 impl SseSessions {
@@ -50,7 +60,7 @@ impl SseSessions {
 
 /// Ends a session when its stream ends (the client went away, or the book expired it).
 struct Registration {
-    open: Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>>,
+    open: OpenSessions,
     book: SessionBook,
     id: String,
 }
@@ -63,7 +73,10 @@ impl Drop for Registration {
 }
 
 /// `GET /sse`: a new session.
-pub async fn open(State(sessions): State<SseSessions>) -> Response {
+pub async fn open(
+    State(sessions): State<SseSessions>,
+    client: Option<Extension<Client>>,
+) -> Response {
     let book = &sessions.gate.book;
     if let Err(refusal) = book.admit() {
         return session_refusal(&refusal, Value::Null);
@@ -72,11 +85,18 @@ pub async fn open(State(sessions): State<SseSessions>) -> Response {
     let ended = book.open(&id, Transport::Sse, None);
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
+    let key = client
+        .as_ref()
+        .and_then(|Extension(c)| c.key_name().map(str::to_owned));
     sessions
         .open
         .write_unpoisoned()
-        .insert(id.clone(), to_server);
-    let bridge = McpBridge::new(sessions.service.clone());
+        .insert(id.clone(), OpenSession { to_server, key });
+    // Every message of the session is the opener's: its API key's name and scope.
+    let bridge = match client {
+        Some(Extension(client)) => McpBridge::opened_by(sessions.service.clone(), client),
+        None => McpBridge::new(sessions.service.clone()),
+    };
     let session = id.clone();
     let serving_ended = ended.clone();
     sessions.service.drain().spawn(async move {
@@ -129,8 +149,25 @@ pub struct SessionQuery {
 pub async fn message(
     State(sessions): State<SseSessions>,
     Query(query): Query<SessionQuery>,
+    client: Option<Extension<Client>>,
     Json(body): Json<Value>,
 ) -> Response {
+    // Judged before the session is touched: another key's message must not keep it alive.
+    let open = sessions
+        .open
+        .write_unpoisoned()
+        .get(&query.session_id)
+        .map(|s| (s.to_server.clone(), s.key.clone()));
+    let key = client.as_ref().and_then(|Extension(c)| c.key_name());
+    if let Some((_, opener)) = &open
+        && opener.as_deref() != key
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": "this session was opened with another API key; open GET /sse with yours"})),
+        )
+            .into_response();
+    }
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
     match book.touch(&query.session_id) {
@@ -146,11 +183,7 @@ pub async fn message(
         book.set_client(&query.session_id, name, version);
     }
     let completes_handshake = body["method"] == "notifications/initialized";
-    let sender = sessions
-        .open
-        .write_unpoisoned()
-        .get(&query.session_id)
-        .cloned();
+    let sender = open.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         return (
             StatusCode::NOT_FOUND,

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::Service;
 use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
+use super::client::Client;
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
 use crate::provider::{CallContext, JsonObject, ProgressSink};
@@ -58,17 +59,34 @@ impl Drop for ActiveCall<'_> {
 }
 
 impl Service {
-    /// Validates, admits and runs one tool call within its timeout. `client` names the caller
-    /// for the tool's rate limit (an API key's name or a peer address).
+    /// Validates, admits and runs one tool call within its timeout. `client` is the caller:
+    /// its API key's scope decides whether it may call the tool at all (judged before the
+    /// tool is looked up, so a refusal says nothing of which tools exist), and its name is
+    /// what the tool's rate limit counts (an API key's name or a peer address).
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: JsonObject,
         request_id: &str,
-        client: &str,
+        client: &Client,
         trace: &TraceContext,
         progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
+        if !client.may_use(tool) {
+            tracing::warn!(
+                client = client.as_str(),
+                tool,
+                "call refused: tool outside the API key's scope"
+            );
+            return Err(CallFailure::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "Tool '{tool}' is outside the scope of API key '{}'",
+                    client.as_str()
+                ),
+            ));
+        }
+        let client = client.as_str();
         let toolset = self.toolset();
         let Some(entry) = toolset.registry.get(tool) else {
             let reasons: Vec<String> = toolset

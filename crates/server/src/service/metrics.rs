@@ -63,6 +63,7 @@ pub struct ServiceMetrics {
     timeouts: IntCounterVec,
     admission_rejects: IntCounterVec,
     rate_limited: IntCounter,
+    key_requests: IntCounterVec,
     check_duration: HistogramVec,
     dependency_up: IntGaugeVec,
     sessions: IntGaugeVec,
@@ -122,6 +123,11 @@ impl ServiceMetrics {
                 "Requests refused with 429 RATE_LIMITED.",
             )
             .expect("valid metric"),
+            key_requests: counter_vec(
+                "api_key_requests_total",
+                "HTTP requests made with each API key, by the key's name (never its value) and contract error code (none on success; FORBIDDEN: a tool outside its scope; RATE_LIMITED).",
+                &["key", "code"],
+            ),
             check_duration: HistogramVec::new(
                 HistogramOpts::new(
                     "dependency_check_duration_seconds",
@@ -160,6 +166,7 @@ impl ServiceMetrics {
             Box::new(metrics.timeouts.clone()),
             Box::new(metrics.admission_rejects.clone()),
             Box::new(metrics.rate_limited.clone()),
+            Box::new(metrics.key_requests.clone()),
             Box::new(metrics.check_duration.clone()),
             Box::new(metrics.dependency_up.clone()),
             Box::new(metrics.sessions.clone()),
@@ -221,6 +228,12 @@ impl ServiceMetrics {
     /// A request was refused with 429.
     pub fn rate_limited(&self) {
         self.rate_limited.inc();
+    }
+
+    /// A request made with the API key named `key` was answered (`code`, if it failed).
+    pub fn key_request(&self, key: &str, code: Option<ErrorCode>) {
+        let code = code.map_or("none", ErrorCode::as_str);
+        self.key_requests.with_label_values(&[key, code]).inc();
     }
 
     /// One dependency check finished.
@@ -632,6 +645,9 @@ mod tests {
         metrics.request("/tools", "200", None);
         metrics.admission_rejected("tool");
         metrics.rate_limited();
+        metrics.key_request("ci", None);
+        metrics.key_request("ci", Some(ErrorCode::Forbidden));
+        metrics.key_request("ci", Some(ErrorCode::Forbidden));
         metrics.session_opened("sse");
         metrics.session_opened("sse");
         metrics.session_ended("sse");
@@ -651,6 +667,14 @@ mod tests {
                 1.0,
             ),
             ("mcp_http_gateway_rate_limited_total{service=\"s\"}", 1.0),
+            (
+                "mcp_http_gateway_api_key_requests_total{code=\"FORBIDDEN\",key=\"ci\",service=\"s\"}",
+                2.0,
+            ),
+            (
+                "mcp_http_gateway_api_key_requests_total{code=\"none\",key=\"ci\",service=\"s\"}",
+                1.0,
+            ),
             (
                 "mcp_http_gateway_mcp_sessions{service=\"s\",transport=\"sse\"}",
                 1.0,

@@ -7,7 +7,9 @@
 
 pub mod admission;
 mod call;
+pub mod client;
 mod health;
+pub mod keys;
 pub mod lifecycle;
 pub mod metrics;
 pub mod rate_limit;
@@ -25,6 +27,7 @@ use tokio::sync::Notify;
 
 use self::admission::Admission;
 pub use self::call::CallFailure;
+use self::client::Client;
 use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::metrics::ServiceMetrics;
@@ -338,14 +341,22 @@ impl Service {
         }
     }
 
-    /// GET /tools's `data`, shared.
-    pub fn tools_data(&self) -> Arc<Value> {
-        self.toolset().tools_data.clone()
+    /// GET /tools's `data` as `client` sees it (only its scope's tools), shared.
+    pub fn tools_data(&self, client: &Client) -> Arc<Value> {
+        let toolset = self.toolset();
+        match client.scope() {
+            None => toolset.tools_data.clone(),
+            Some(scope) => toolset.scoped(scope).tools_data.clone(),
+        }
     }
 
-    /// The tools as MCP `tools/list` lists them, shared.
-    pub fn mcp_tools(&self) -> Arc<Vec<rmcp::model::Tool>> {
-        self.toolset().mcp_tools.clone()
+    /// The tools as MCP `tools/list` lists them to `client`, shared.
+    pub fn mcp_tools(&self, client: &Client) -> Arc<Vec<rmcp::model::Tool>> {
+        let toolset = self.toolset();
+        match client.scope() {
+            None => toolset.mcp_tools.clone(),
+            Some(scope) => toolset.scoped(scope).mcp_tools.clone(),
+        }
     }
 
     /// The connected MCP servers behind the service, in provider order.
@@ -384,8 +395,13 @@ impl Service {
         &self.stats
     }
 
-    pub fn openapi(&self) -> Arc<Value> {
-        self.toolset().openapi.clone()
+    /// The per-service OpenAPI document as `client` sees it (only its scope's tools).
+    pub fn openapi(&self, client: &Client) -> Arc<Value> {
+        let toolset = self.toolset();
+        match client.scope() {
+            None => toolset.openapi.clone(),
+            Some(scope) => toolset.scoped(scope).openapi.clone(),
+        }
     }
 
     /// Stops taking requests (they answer 503); in-flight ones are left to finish.

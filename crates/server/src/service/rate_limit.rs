@@ -3,40 +3,15 @@
 //! refusal into 429 and every decision into the `RateLimit` headers.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
+pub use super::client::Client;
 use crate::sync::Unpoisoned;
 
 /// Buckets above this many are pruned of the full ones (clients idle for a minute or more), so
 /// a stream of new clients cannot grow the map without bound.
 const PRUNE_ABOVE: usize = 10_000;
-
-/// Who is calling, as rate limits count them: an API key's name when keys are on, else the
-/// peer's IP address (every port of one host is one client).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Client(pub Arc<str>);
-
-impl Client {
-    /// The key at `position` (0-based) in the keys' variable: `key-1`, `key-2`, …
-    pub fn of_key(position: usize) -> Self {
-        Client(format!("key-{}", position + 1).into())
-    }
-
-    pub fn of_peer(peer: SocketAddr) -> Self {
-        Client(peer.ip().to_string().into())
-    }
-
-    /// A request that came without a peer address (in-process tests).
-    pub fn unknown() -> Self {
-        Client("unknown".into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// What one request was told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,11 @@
 //! The tools a service offers right now, with every form clients read them in built once per
 //! change of the list: the registry (lookup and compiled validators), GET /tools's `data`, MCP
-//! `tools/list`, and the per-service OpenAPI document.
+//! `tools/list`, and the per-service OpenAPI document. A client whose API key has a tool scope
+//! reads the same forms built from only its tools: built once per scope on first use, and
+//! dropped with the tool set, so they follow every change of the list.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use contract::service_document::{Limits, Publication, server_url, service_document};
 use contract::{ToolSchema, ToolsResponse};
@@ -11,9 +13,11 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 use super::admission::{Admission, CallGates, Scope};
+use super::client::ToolScope;
 use super::registry::ToolRegistry;
 use crate::config::{ProviderConfig, ResolvedToolLimits, ServiceConfig};
 use crate::provider::Provider;
+use crate::sync::Unpoisoned;
 
 /// The providers and what was derived from their tools, replaced together.
 pub(super) struct ToolSet {
@@ -26,6 +30,39 @@ pub(super) struct ToolSet {
     pub mcp_tools: Arc<Vec<rmcp::model::Tool>>,
     /// Each tool's limits and the gates its calls pass, resolved once per change.
     pub plans: HashMap<String, CallPlan>,
+    /// What the per-service document says of the service, to build a scope's document.
+    publication: OwnedPublication,
+    /// The forms above for each tool scope asked for so far, built on first use.
+    scoped: Mutex<HashMap<Arc<ToolScope>, Arc<ScopedForms>>>,
+}
+
+/// The client-facing forms of the tools one scope allows.
+pub struct ScopedForms {
+    pub tools_data: Arc<Value>,
+    pub mcp_tools: Arc<Vec<Tool>>,
+    pub openapi: Arc<Value>,
+}
+
+/// [`Publication`] without the borrows, kept in the tool set.
+struct OwnedPublication {
+    service: String,
+    version: String,
+    server_url: String,
+    keys_required: bool,
+    limits: Limits,
+}
+
+impl OwnedPublication {
+    fn document(&self, tools: &[ToolSchema]) -> Value {
+        let publication = Publication {
+            service: &self.service,
+            version: &self.version,
+            server_url: self.server_url.clone(),
+            api_keys_enabled: self.keys_required,
+            limits: self.limits,
+        };
+        service_document(&publication, tools)
+    }
 }
 
 /// How a call of one tool is admitted and bounded.
@@ -49,21 +86,49 @@ impl ToolSet {
             max_body_bytes: config.limits.max_body_bytes as u64,
             call_timeout_ms: config.limits.call_timeout.as_millis() as u64,
         };
-        let publication = Publication {
-            service: name,
-            version,
+        let publication = OwnedPublication {
+            service: name.to_owned(),
+            version: version.to_owned(),
             server_url: server_url(&config.service.host.value, config.service.port.get()),
-            api_keys_enabled: config.security.api_keys_enabled,
+            keys_required: config.security.keys_required(),
             limits,
         };
         ToolSet {
-            openapi: Arc::new(service_document(&publication, registry.tools())),
+            openapi: Arc::new(publication.document(registry.tools())),
             tools_data: Arc::new(tools_data(name, version, registry.tools())),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
             plans: plans(name, config, &registry, admission),
+            publication,
+            scoped: Mutex::default(),
             providers,
             registry,
         }
+    }
+
+    /// The forms of the tools `scope` allows, built the first time this tool set is asked for
+    /// that scope (scopes come from the configured keys, so they are few).
+    pub fn scoped(&self, scope: &Arc<ToolScope>) -> Arc<ScopedForms> {
+        if let Some(forms) = self.scoped.write_unpoisoned().get(scope) {
+            return forms.clone();
+        }
+        let tools: Vec<ToolSchema> = self
+            .registry
+            .tools()
+            .iter()
+            .filter(|t| scope.allows(&t.name))
+            .cloned()
+            .collect();
+        let p = &self.publication;
+        let forms = Arc::new(ScopedForms {
+            tools_data: Arc::new(tools_data(&p.service, &p.version, &tools)),
+            mcp_tools: Arc::new(mcp_tools(&tools)),
+            openapi: Arc::new(p.document(&tools)),
+        });
+        self.scoped
+            .write_unpoisoned()
+            .entry(scope.clone())
+            .or_insert(forms)
+            .clone()
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod access_log;
 mod admission;
+mod api_keys;
 mod config_cli;
 mod conformance_runs;
 mod cypher_provider;

@@ -1,6 +1,6 @@
 //! The `security` section: a rate limit answers 429 with Retry-After (never on /health), API
-//! keys guard everything but /health and /docs (and never reach the log), CORS allows loopback
-//! origins only by default.
+//! keys guard everything but the public routes (/health by default) and never reach the log,
+//! CORS allows loopback origins only by default. Named keys and their scopes: api_keys.rs.
 
 use crate::harness::*;
 
@@ -36,7 +36,7 @@ async fn rate_limited_requests_get_429_with_retry_after() {
 }
 
 #[tokio::test]
-async fn api_keys_guard_everything_but_health_and_docs() {
+async fn api_keys_guard_everything_but_the_public_routes() {
     let extra = format!(
         "security: {{ api_keys_enabled: true, api_keys_env: MHG_TEST_KEYS }}\nproviders:\n{}",
         everything_provider("everything")
@@ -52,6 +52,10 @@ async fn api_keys_guard_everything_but_health_and_docs() {
         ("/tools", Some(("authorization", "Bearer k-two")), 200),
         ("/tools", Some(("authorization", "Basic k-two")), 401),
         ("/health", None, 200),
+        // Only /health is public by default (security.public_routes): the document and the
+        // Swagger UI name every tool.
+        ("/openapi.json", None, 401),
+        ("/docs/", None, 401),
     ];
     for (path, header, status) in cases {
         let mut request = client.get(gw.url(path));
@@ -66,7 +70,13 @@ async fn api_keys_guard_everything_but_health_and_docs() {
         }
     }
     assert_eq!(
-        client.get(gw.url("/docs/")).send().await.unwrap().status(),
+        client
+            .get(gw.url("/docs/"))
+            .header("x-api-key", "k-one")
+            .send()
+            .await
+            .unwrap()
+            .status(),
         200
     );
     // The keys never reach the log.
