@@ -32,6 +32,9 @@ pub fn check_config(paths: &[PathBuf]) -> ExitCode {
             configs
                 .into_iter()
                 .map(|c| {
+                    for warning in c.warnings() {
+                        eprintln!("{}: warning: {warning}", c.source);
+                    }
                     let summary = format!(
                         "{}: ok: service '{}' on {}, {} provider(s)",
                         c.source,
@@ -106,6 +109,11 @@ pub fn serve(source: ConfigSource, log_format: Option<LogFormat>) -> anyhow::Res
     let configs = source.load()?;
     let first = &configs[0].logging;
     crate::logging::init(log_format.unwrap_or(first.format), &first.level);
+    for config in &configs {
+        for warning in config.warnings() {
+            tracing::warn!(service = %config.service.name, "{warning}");
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -73,6 +73,7 @@ mod tests {
     fn every_field() -> (Value, Value) {
         let providers = json!([
             { "name": "stdio", "kind": "mcp", "command": "node", "args": ["a"], "env": {"K": "v"},
+              "env_passthrough": ["GITHUB_TOKEN"],
               "cwd": "here", "setup_hint": "start it", "validate_output": "warn" },
             { "name": "remote", "kind": "mcp", "url": "http://h/mcp", "headers": {"X": "y"},
               "setup_hint": "start it" },

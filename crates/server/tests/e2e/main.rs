@@ -5,6 +5,7 @@ mod access_log;
 mod admission;
 mod config_cli;
 mod conformance_runs;
+mod child_env;
 mod cypher_provider;
 mod error_codes;
 mod harness;
