@@ -72,6 +72,7 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::Unauthorized,
     ErrorCode::ToolNotFound,
     ErrorCode::MethodNotAllowed,
+    ErrorCode::HeadersTooLarge,
     ErrorCode::PayloadTooLarge,
     ErrorCode::RateLimited,
     ErrorCode::ExecutionError,
@@ -92,6 +93,7 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::InvalidRequest,
             ErrorCode::Unauthorized,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::RateLimited,
             ErrorCode::InternalError,
             ErrorCode::ServiceUnavailable,
@@ -130,6 +132,7 @@ const OPERATIONS: &[Operation] = &[
         errors: &[
             ErrorCode::InvalidRequest,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::InternalError,
             ErrorCode::ServiceUnavailable,
         ],
@@ -150,6 +153,7 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::Unauthorized,
             ErrorCode::NotFound,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::InternalError,
         ],
     },
@@ -539,7 +543,10 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
         meta.execution_time_ms = Some(if code == ErrorCode::Timeout { 30000 } else { 1 });
         if !matches!(
             code,
-            ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::PayloadTooLarge
+            ErrorCode::InvalidRequest
+                | ErrorCode::MethodNotAllowed
+                | ErrorCode::PayloadTooLarge
+                | ErrorCode::HeadersTooLarge
         ) {
             meta.tool = Some(
                 if code == ErrorCode::ToolNotFound {

@@ -3,11 +3,12 @@
 //!
 //! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
 //! metrics → plain OPTIONS → CORS → envelope (methods, request id, envelope, log line) →
-//! lifecycle gate → API key → rate limit → panic catcher → routes.
+//! header limits → lifecycle gate → API key → rate limit → panic catcher → routes.
 
 mod cors;
 pub mod envelope;
 pub mod guards;
+pub mod header_limits;
 pub mod handlers;
 mod methods;
 pub mod metrics;
@@ -65,6 +66,10 @@ fn with_layers(routes: Router, service: Arc<Service>) -> Router {
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))
+            .layer(from_fn_with_state(
+                service.clone(),
+                header_limits::header_limits,
+            ))
             .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
             .layer(from_fn_with_state(service.clone(), guards::api_key))
             .layer(from_fn_with_state(service, rate_limit::rate_limit))

@@ -23,7 +23,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::gate::{
-    McpGate, allowed_before_handshake, client_info, not_initialized, session_refusal,
+    McpGate, allowed_before_handshake, client_info, not_initialized, read_message,
+    session_refusal,
 };
 use super::handler::McpBridge;
 use super::origin::foreign_host_or_origin;
@@ -129,16 +130,42 @@ pub struct SessionQuery {
     session_id: String,
 }
 
-/// `POST /messages?sessionId=…`: one JSON-RPC message for that session.
+/// `POST /messages?sessionId=…`: one JSON-RPC message for that session, read within
+/// `limits.max_body_bytes` as strict JSON.
 pub async fn message(
     State(sessions): State<SseSessions>,
     Query(query): Query<SessionQuery>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    body: axum::body::Body,
 ) -> Response {
     if let Some(refusal) = foreign_host_or_origin(&sessions.gate.rules, &headers) {
         return refusal;
     }
+    let json_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if !json_type {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Json(json!({"error": "Content-Type must be application/json"})),
+        )
+            .into_response();
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, sessions.gate.max_body).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let body = match read_message(&bytes, &sessions.gate.json) {
+        Ok(Some(body)) => body,
+        Ok(None) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "the body is not valid JSON"})),
+            )
+                .into_response();
+        }
+        Err(refusal) => return refusal,
+    };
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
     match book.touch(&query.session_id) {

@@ -38,6 +38,7 @@ pub fn router(service: Arc<Service>) -> Router {
         rules: Arc::new(rules),
         in_flight: gate::InFlight::default(),
         max_body: settings.config.limits.max_body_bytes,
+        json: settings.config.limits.json(),
     };
     let streamable = Router::new()
         .fallback_service(endpoint)

@@ -5,7 +5,8 @@
 //! listeners, MCP sessions and background loops; then the root stops the providers; then every
 //! tracked task is awaited.
 
-use std::net::SocketAddr;
+mod serve;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,18 +80,13 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
             error,
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
-        let app = crate::http::router(service.clone())
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let stopped = drain.clone();
-        servers.push(root.spawn(async move {
-            let stopped = async move { stopped.cancelled().await };
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await
-            {
-                tracing::error!("server error: {e}");
-            }
-        }));
+        let app = crate::http::router(service.clone());
+        servers.push(root.spawn(serve::serve(
+            listener,
+            service.clone(),
+            app,
+            drain.clone(),
+        )));
     }
 
     let starting = futures::future::try_join_all(services.iter().map(|s| s.start()));
