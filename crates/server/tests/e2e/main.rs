@@ -3,6 +3,7 @@
 
 mod access_log;
 mod admission;
+mod bounded_inputs;
 mod config_cli;
 mod conformance_runs;
 mod child_env;
