@@ -363,4 +363,133 @@ mod tests {
         }
         assert_eq!(read("{}").unwrap(), json!({}));
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Any JSON value (keys unique, as a map makes them), a few levels deep.
+        fn json_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(|n| json!(n)),
+                any::<u64>().prop_map(|n| json!(n)),
+                (-1e300f64..1e300).prop_map(|f| json!(f)),
+                ".{0,12}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(6, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                    prop::collection::btree_map(".{0,6}", inner, 0..8)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn roomy() -> JsonLimits {
+            JsonLimits {
+                max_depth: 100,
+                max_string_bytes: 1 << 20,
+                max_members: 1 << 20,
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// Within its bounds, strict reading is serde_json's reading (compared with
+            /// serde_json's, not the written value: a float's text need not read back exactly).
+            #[test]
+            fn a_value_within_bounds_reads_as_serde_json_reads_it(value in json_value()) {
+                let text = serde_json::to_vec(&value).unwrap();
+                let expected: Value = serde_json::from_slice(&text).unwrap();
+                prop_assert_eq!(parse(&text, &roomy()).unwrap(), expected);
+            }
+
+            /// A key repeated in any object is refused with that object's pointer, which
+            /// resolves in the value that was written.
+            #[test]
+            fn a_repeated_key_is_always_found(value in json_value(), key in "[a-z]{1,4}", pick in any::<prop::sample::Index>()) {
+                let mut objects = Vec::new();
+                collect_objects(&value, String::new(), &mut objects);
+                let Some(at) = (!objects.is_empty()).then(|| pick.get(&objects).clone()) else {
+                    return Ok(());
+                };
+                let text = with_duplicate(&value, &at, "", &key);
+                let refusal = parse(text.as_bytes(), &roomy()).unwrap_err();
+                match refusal {
+                    JsonRefusal::DuplicateKey { key: found, pointer } => {
+                        prop_assert_eq!(found, key);
+                        prop_assert_eq!(&pointer, &at);
+                        prop_assert!(value.pointer(&pointer).is_some_and(Value::is_object));
+                    }
+                    other => prop_assert!(false, "{other:?} for {text}"),
+                }
+            }
+
+            /// Any bytes: no panic; anything strict reading accepts, serde_json reads the same,
+            /// and anything serde_json refuses, strict reading refuses.
+            #[test]
+            fn any_bytes_are_read_or_refused_never_more_leniently_than_serde_json(bytes in prop::collection::vec(any::<u8>(), 0..64), tight in any::<bool>()) {
+                let limits = if tight { JsonLimits { max_depth: 2, max_string_bytes: 3, max_members: 2 } } else { roomy() };
+                let strict = parse(&bytes, &limits);
+                let loose = serde_json::from_slice::<Value>(&bytes);
+                match (strict, loose) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                    (Ok(a), Err(e)) => prop_assert!(false, "strict read {a} where serde_json refused: {e}"),
+                    (Err(_), _) => {}
+                }
+            }
+        }
+
+        fn collect_objects(value: &Value, at: String, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    out.push(at.clone());
+                    for (k, v) in map {
+                        let segment = k.replace('~', "~0").replace('/', "~1");
+                        collect_objects(v, format!("{at}/{segment}"), out);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        collect_objects(v, format!("{at}/{i}"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        /// `value` as text, with `key` written twice at the front of the object at `target`.
+        fn with_duplicate(value: &Value, target: &str, at: &str, key: &str) -> String {
+            match value {
+                Value::Object(map) => {
+                    let mut members: Vec<String> = Vec::new();
+                    if at == target {
+                        members.push(format!("{}:1", json!(key)));
+                        members.push(format!("{}:2", json!(key)));
+                    }
+                    for (k, v) in map {
+                        if at == target && k == key {
+                            continue;
+                        }
+                        let segment = k.replace('~', "~0").replace('/', "~1");
+                        let inner = with_duplicate(v, target, &format!("{at}/{segment}"), key);
+                        members.push(format!("{}:{inner}", json!(k)));
+                    }
+                    format!("{{{}}}", members.join(","))
+                }
+                Value::Array(items) => {
+                    let inner: Vec<String> = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| with_duplicate(v, target, &format!("{at}/{i}"), key))
+                        .collect();
+                    format!("[{}]", inner.join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+    }
 }

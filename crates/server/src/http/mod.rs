@@ -7,6 +7,8 @@
 
 mod cors;
 pub mod envelope;
+#[cfg(test)]
+mod fuzz;
 pub mod guards;
 pub mod header_limits;
 pub mod handlers;
