@@ -21,13 +21,22 @@ pub struct LimitsSection {
     #[serde(default = "default_max_json_depth", deserialize_with = "json_depth")]
     pub max_json_depth: usize,
     /// Bytes of one string (value or key) of a JSON body; longer: 400.
-    #[serde(default = "default_max_string_bytes", deserialize_with = "bytes::<_, 1>")]
+    #[serde(
+        default = "default_max_string_bytes",
+        deserialize_with = "bytes::<_, 1>"
+    )]
     pub max_string_bytes: usize,
     /// Members of one object or items of one array of a JSON body; more: 400.
-    #[serde(default = "default_max_json_members", deserialize_with = "bytes::<_, 1>")]
+    #[serde(
+        default = "default_max_json_members",
+        deserialize_with = "bytes::<_, 1>"
+    )]
     pub max_json_members: usize,
     /// Bytes of a request's header fields (names and values); more: 431.
-    #[serde(default = "default_max_header_bytes", deserialize_with = "bytes::<_, 1024>")]
+    #[serde(
+        default = "default_max_header_bytes",
+        deserialize_with = "bytes::<_, 1024>"
+    )]
     pub max_header_bytes: usize,
     /// Header fields of a request; more: 431.
     #[serde(default = "default_max_headers", deserialize_with = "bytes::<_, 8>")]
@@ -42,7 +51,10 @@ pub struct LimitsSection {
     )]
     pub header_read_timeout: Duration,
     /// Connections served at once; more wait to be accepted (read at start).
-    #[serde(default = "default_max_connections", deserialize_with = "bytes::<_, 1>")]
+    #[serde(
+        default = "default_max_connections",
+        deserialize_with = "bytes::<_, 1>"
+    )]
     pub max_connections: usize,
     /// A call's timeout unless its provider or tool sets one.
     #[serde(

@@ -355,14 +355,30 @@ fn secret_name(name: &str) -> bool {
 /// access key ids, JWTs and PEM private keys.
 fn token_shaped(value: &str) -> bool {
     const PREFIXES: &[&str] = &[
-        "sk-", "sk_live_", "rk_live_", "ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "glpat-",
-        "xoxb-", "xoxp-", "AIza", "-----BEGIN",
+        "sk-",
+        "sk_live_",
+        "rk_live_",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "AIza",
+        "-----BEGIN",
     ];
     let aws = value.len() == 20
         && (value.starts_with("AKIA") || value.starts_with("ASIA"))
-        && value.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+        && value
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
     let jwt = value.starts_with("eyJ") && value.matches('.').count() == 2;
-    aws || jwt || PREFIXES.iter().any(|p| value.starts_with(p) && value.len() >= p.len() + 8)
+    aws || jwt
+        || PREFIXES
+            .iter()
+            .any(|p| value.starts_with(p) && value.len() >= p.len() + 8)
 }
 
 /// Whether a URL names a legacy SSE endpoint: its path (before any query) ends in `/sse`.

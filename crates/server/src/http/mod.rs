@@ -10,8 +10,8 @@ pub mod envelope;
 #[cfg(test)]
 mod fuzz;
 pub mod guards;
-pub mod header_limits;
 pub mod handlers;
+pub mod header_limits;
 mod methods;
 pub mod metrics;
 pub mod rate_limit;

@@ -38,12 +38,13 @@ pub struct McpGate {
 }
 
 /// How a body is read: `Ok(None)` for text that is not JSON (rmcp, or the legacy transport,
-/// answers it as the protocol says), a refusal for JSON past a bound or with a duplicate key.
-pub fn read_message(bytes: &[u8], limits: &JsonLimits) -> Result<Option<Value>, Response> {
+/// answers it as the protocol says), a refusal for JSON past a bound or with a duplicate key
+/// (answer it with [`refused_body`]).
+pub fn read_message(bytes: &[u8], limits: &JsonLimits) -> Result<Option<Value>, JsonRefusal> {
     match strict_json::parse(bytes, limits) {
         Ok(message) => Ok(Some(message)),
         Err(JsonRefusal::Syntax(_)) => Ok(None),
-        Err(refusal) => Err(refused_body(&refusal)),
+        Err(refusal) => Err(refusal),
     }
 }
 
@@ -167,7 +168,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     };
     let message = match read_message(&bytes, &gate.json) {
         Ok(message) => message.unwrap_or(Value::Null),
-        Err(refusal) => return refusal,
+        Err(refusal) => return refused_body(&refusal),
     };
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let id = message
@@ -313,9 +314,10 @@ mod tests {
     fn a_body_past_a_bound_is_refused_and_text_that_is_not_json_is_left_to_rmcp() {
         let limits = JsonLimits::default();
         assert_eq!(read_message(b"{nope", &limits).unwrap(), None);
-        let refusal = read_message(br#"{"params":{"arguments":{"a":1,"a":2}}}"#, &limits)
-            .unwrap_err();
-        assert_eq!(refusal.status(), StatusCode::BAD_REQUEST);
+        let refusal =
+            read_message(br#"{"params":{"arguments":{"a":1,"a":2}}}"#, &limits).unwrap_err();
+        assert_eq!(refusal.pointer(), Some("/params/arguments"));
+        assert_eq!(refused_body(&refusal).status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

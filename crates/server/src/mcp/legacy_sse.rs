@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::gate::{
-    McpGate, allowed_before_handshake, client_info, not_initialized, read_message,
+    McpGate, allowed_before_handshake, client_info, not_initialized, read_message, refused_body,
     session_refusal,
 };
 use super::handler::McpBridge;
@@ -144,7 +144,11 @@ pub async fn message(
     let json_type = headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
     if !json_type {
         return (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -164,7 +168,7 @@ pub async fn message(
             )
                 .into_response();
         }
-        Err(refusal) => return refusal,
+        Err(refusal) => return refused_body(&refusal),
     };
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;

@@ -81,12 +81,7 @@ pub async fn run(source: ConfigSource, configs: Vec<ServiceConfig>) -> Result<()
         })?;
         tracing::info!(service = %service.name, addr = %local, "listening (initializing)");
         let app = crate::http::router(service.clone());
-        servers.push(root.spawn(serve::serve(
-            listener,
-            service.clone(),
-            app,
-            drain.clone(),
-        )));
+        servers.push(root.spawn(serve::serve(listener, service.clone(), app, drain.clone())));
     }
 
     let starting = futures::future::try_join_all(services.iter().map(|s| s.start()));

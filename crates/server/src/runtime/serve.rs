@@ -61,12 +61,13 @@ pub async fn serve(listener: TcpListener, service: Arc<Service>, app: Router, st
         let app = app
             .clone()
             .map_request(move |mut request: axum::http::Request<Incoming>| {
-                request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+                request
+                    .extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(peer));
                 request
             });
-        let connection = graceful.watch(
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app)),
-        );
+        let connection = graceful
+            .watch(builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app)));
         tokio::spawn(async move {
             let _slot = permit;
             if let Err(e) = connection.await {

@@ -14,7 +14,10 @@ use crate::harness::*;
 async fn gateway(name: &str, limits: &str) -> Gateway {
     Gateway::start(
         name,
-        &format!("limits: {{ {limits} }}\nproviders:\n{}", everything_provider("everything")),
+        &format!(
+            "limits: {{ {limits} }}\nproviders:\n{}",
+            everything_provider("everything")
+        ),
     )
     .await
 }
@@ -59,13 +62,23 @@ async fn too_many_or_too_large_header_fields_are_431_envelopes() {
         .await
         .unwrap();
     let big = Answer::from(big).await;
-    refused(&big, 431, "HEADERS_TOO_LARGE", "more than the limit of 32768");
+    refused(
+        &big,
+        431,
+        "HEADERS_TOO_LARGE",
+        "more than the limit of 32768",
+    );
     let mut many = client.get(gw.url("/tools"));
     for i in 0..150 {
         many = many.header(format!("x-h{i}"), "1");
     }
     let many = Answer::from(many.send().await.unwrap()).await;
-    refused(&many, 431, "HEADERS_TOO_LARGE", "more than the limit of 100");
+    refused(
+        &many,
+        431,
+        "HEADERS_TOO_LARGE",
+        "more than the limit of 100",
+    );
     // Past hyper's hard bound (4 × the limit) hyper answers before any layer runs: 431 with an
     // empty body, and the connection closed.
     let mut stream = TcpStream::connect(("127.0.0.1", gw.port)).await.unwrap();
@@ -93,17 +106,42 @@ async fn json_bodies_past_a_bound_or_with_a_duplicate_key_are_400_rest_and_mcp()
     )
     .await;
     // Duplicate keys: at the top level, inside arguments, inside an array inside arguments.
-    let top = post_raw(&gw, "/call-tool", r#"{"tool":"echo","tool":"echo","arguments":{}}"#.into()).await;
-    refused(&top, 400, "INVALID_REQUEST", "key 'tool' twice in the object at ''");
+    let top = post_raw(
+        &gw,
+        "/call-tool",
+        r#"{"tool":"echo","tool":"echo","arguments":{}}"#.into(),
+    )
+    .await;
+    refused(
+        &top,
+        400,
+        "INVALID_REQUEST",
+        "key 'tool' twice in the object at ''",
+    );
     let inner = post_raw(
         &gw,
         "/call-tool",
         r#"{"tool":"echo","arguments":{"message":"a","message":"b"}}"#.into(),
     )
     .await;
-    refused(&inner, 400, "INVALID_REQUEST", "key 'message' twice in the object at '/arguments'");
-    let by_name = post_raw(&gw, "/tools/echo", r#"{"message":"a","x":[{"k":1,"k":2}]}"#.into()).await;
-    refused(&by_name, 400, "INVALID_REQUEST", "key 'k' twice in the object at '/x/0'");
+    refused(
+        &inner,
+        400,
+        "INVALID_REQUEST",
+        "key 'message' twice in the object at '/arguments'",
+    );
+    let by_name = post_raw(
+        &gw,
+        "/tools/echo",
+        r#"{"message":"a","x":[{"k":1,"k":2}]}"#.into(),
+    )
+    .await;
+    refused(
+        &by_name,
+        400,
+        "INVALID_REQUEST",
+        "key 'k' twice in the object at '/x/0'",
+    );
     // Nesting past 64 levels.
     let deep = format!(
         r#"{{"tool":"echo","arguments":{{"message":"a","n":{}1{}}}}}"#,
@@ -114,7 +152,12 @@ async fn json_bodies_past_a_bound_or_with_a_duplicate_key_are_400_rest_and_mcp()
     refused(&deep, 400, "INVALID_REQUEST", "deeper than 64 levels");
     // A string past max_string_bytes.
     let long = call(&gw, "echo", json!({"message": "x".repeat(1001)})).await;
-    refused(&long, 400, "INVALID_REQUEST", "string longer than 1000 bytes at '/arguments/message'");
+    refused(
+        &long,
+        400,
+        "INVALID_REQUEST",
+        "string longer than 1000 bytes at '/arguments/message'",
+    );
     // The report's case: a body of 100,000 keys is not forwarded.
     let keys: Vec<String> = (0..100_000).map(|i| format!("\"k{i}\":0")).collect();
     let wide = format!(
@@ -122,7 +165,12 @@ async fn json_bodies_past_a_bound_or_with_a_duplicate_key_are_400_rest_and_mcp()
         keys.join(",")
     );
     let wide = post_raw(&gw, "/call-tool", wide).await;
-    refused(&wide, 400, "INVALID_REQUEST", "more than 10000 members in the object or array at '/arguments'");
+    refused(
+        &wide,
+        400,
+        "INVALID_REQUEST",
+        "more than 10000 members in the object or array at '/arguments'",
+    );
     // MCP: the same reading, before any session logic; a JSON-RPC error with our code.
     let mcp = reqwest::Client::new()
         .post(gw.url("/mcp"))
@@ -171,7 +219,9 @@ async fn slow_header(port: u16) -> Duration {
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_header_connections_are_closed_after_the_header_read_timeout() {
     let gw = gateway("slowloris", "header_read_timeout_ms: 2000").await;
-    let attack: Vec<_> = (0..50).map(|_| tokio::spawn(slow_header(gw.port))).collect();
+    let attack: Vec<_> = (0..50)
+        .map(|_| tokio::spawn(slow_header(gw.port)))
+        .collect();
     // While they trickle, others are served.
     still_serves(&gw).await;
     let deadline = Duration::from_secs(15);
@@ -201,11 +251,20 @@ async fn connections_past_max_connections_wait_until_one_closes() {
     // A third connects (the backlog takes it) but is not served while both are held.
     let mut third = tokio::spawn({
         let url = gw.url("/health");
-        async move { reqwest::Client::new().get(url).send().await.map(|r| r.status()) }
+        async move {
+            reqwest::Client::new()
+                .get(url)
+                .send()
+                .await
+                .map(|r| r.status())
+        }
     });
     // Nothing may happen for a while: the one wait here that cannot be a poll for an event.
     let early = tokio::time::timeout(Duration::from_millis(1500), &mut third).await;
-    assert!(early.is_err(), "a third connection was served past max_connections: 2: {early:?}");
+    assert!(
+        early.is_err(),
+        "a third connection was served past max_connections: 2: {early:?}"
+    );
     drop(first);
     let status = tokio::time::timeout(Duration::from_secs(10), third)
         .await

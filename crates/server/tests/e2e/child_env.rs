@@ -36,8 +36,14 @@ async fn a_child_sees_no_secret_of_the_gateway_only_what_it_is_given() {
     assert!(seen.is_object(), "get-env printed no object: {seen}");
     let printed = seen.to_string();
     for (name, value) in SECRETS {
-        assert!(seen.get(name).is_none(), "{name} reached the child: {printed}");
-        assert!(!printed.contains(value), "the value of {name} reached the child");
+        assert!(
+            seen.get(name).is_none(),
+            "{name} reached the child: {printed}"
+        );
+        assert!(
+            !printed.contains(value),
+            "the value of {name} reached the child"
+        );
     }
     assert_eq!(seen["PASSED_THROUGH"], "passed-value", "{printed}");
     assert!(seen.get("NOT_SET_ANYWHERE").is_none(), "{printed}");
@@ -53,8 +59,19 @@ async fn a_child_sees_no_secret_of_the_gateway_only_what_it_is_given() {
     // Nothing beyond the allowlist, the named and what node sets for itself.
     let allowed = |name: &str| {
         [
-            "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR",
-            "TZ", "PYTHONIOENCODING", "PASSED_THROUGH", "GIVEN",
+            "HOME",
+            "LOGNAME",
+            "PATH",
+            "SHELL",
+            "TERM",
+            "USER",
+            "LANG",
+            "LANGUAGE",
+            "TMPDIR",
+            "TZ",
+            "PYTHONIOENCODING",
+            "PASSED_THROUGH",
+            "GIVEN",
         ]
         .contains(&name)
             || name.starts_with("LC_")
@@ -65,7 +82,10 @@ async fn a_child_sees_no_secret_of_the_gateway_only_what_it_is_given() {
         .keys()
         .filter(|k| !allowed(k))
         .collect();
-    assert!(extra_names.is_empty(), "unexpected variables: {extra_names:?}");
+    assert!(
+        extra_names.is_empty(),
+        "unexpected variables: {extra_names:?}"
+    );
 }
 
 #[test]

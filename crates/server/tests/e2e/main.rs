@@ -4,9 +4,9 @@
 mod access_log;
 mod admission;
 mod bounded_inputs;
+mod child_env;
 mod config_cli;
 mod conformance_runs;
-mod child_env;
 mod cypher_provider;
 mod error_codes;
 mod harness;
