@@ -48,6 +48,16 @@ pub fn read_message(bytes: &[u8], limits: &JsonLimits) -> Result<Option<Value>, 
     }
 }
 
+/// 413 with a JSON-RPC error (-32600, `PAYLOAD_TOO_LARGE`): the body is over `max` bytes.
+pub fn body_too_large(max: usize) -> Response {
+    let answer = json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": jsonrpc::INVALID_REQUEST,
+        "message": format!("Request body exceeds the limit of {max} bytes"),
+        "data": {"code": Code::PayloadTooLarge, "retryable": false},
+    }});
+    (StatusCode::PAYLOAD_TOO_LARGE, Json(answer)).into_response()
+}
+
 /// 400 with a JSON-RPC error (-32600, `INVALID_REQUEST`, where in the body): the message was
 /// not read, so its id is unknown and the answer's is null.
 pub fn refused_body(refusal: &JsonRefusal) -> Response {
@@ -164,7 +174,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     let (parts, body) = request.into_parts();
     // Read within limits.max_body_bytes, as every other body of the service.
     let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        return body_too_large(gate.max_body);
     };
     let message = match read_message(&bytes, &gate.json) {
         Ok(message) => message.unwrap_or(Value::Null),

@@ -23,8 +23,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::gate::{
-    McpGate, allowed_before_handshake, client_info, not_initialized, read_message, refused_body,
-    session_refusal,
+    McpGate, allowed_before_handshake, body_too_large, client_info, not_initialized, read_message,
+    refused_body, session_refusal,
 };
 use super::handler::McpBridge;
 use super::origin::foreign_host_or_origin;
@@ -157,7 +157,7 @@ pub async fn message(
             .into_response();
     }
     let Ok(bytes) = axum::body::to_bytes(body, sessions.gate.max_body).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        return body_too_large(sessions.gate.max_body);
     };
     let body = match read_message(&bytes, &sessions.gate.json) {
         Ok(Some(body)) => body,

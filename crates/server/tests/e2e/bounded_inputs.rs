@@ -187,6 +187,20 @@ async fn json_bodies_past_a_bound_or_with_a_duplicate_key_are_400_rest_and_mcp()
     assert_eq!(mcp["error"]["code"], -32600, "{mcp}");
     assert_eq!(mcp["error"]["data"]["code"], "INVALID_REQUEST", "{mcp}");
     assert_eq!(mcp["error"]["data"]["pointer"], "/params", "{mcp}");
+    // The legacy transport's /messages reads its bodies the same way, before the session.
+    let legacy = reqwest::Client::new()
+        .post(gw.url("/messages?sessionId=any"))
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[{"b":1,"b":1}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(legacy.status(), 400);
+    let legacy: Value = legacy.json().await.unwrap();
+    assert_eq!(
+        legacy["error"]["data"]["pointer"], "/params/a/0",
+        "{legacy}"
+    );
     still_serves(&gw).await;
 }
 
