@@ -29,6 +29,9 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// The body is larger than `limits.max_body_bytes`.
     PayloadTooLarge,
+    /// The request's header fields are more or larger than `limits.max_headers` /
+    /// `limits.max_header_bytes` allow.
+    HeadersTooLarge,
     /// Too many requests; `Retry-After` says when to come back.
     RateLimited,
     /// The tool ran and failed, or the dependency behind it is down.
@@ -43,7 +46,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the documentation lists them.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::ToolNotFound,
         ErrorCode::InvalidArguments,
         ErrorCode::InvalidRequest,
@@ -52,6 +55,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
+        ErrorCode::HeadersTooLarge,
         ErrorCode::RateLimited,
         ErrorCode::ExecutionError,
         ErrorCode::InternalError,
@@ -70,6 +74,7 @@ impl ErrorCode {
             ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::HeadersTooLarge => 431,
             ErrorCode::RateLimited => 429,
             ErrorCode::ExecutionError => 500,
             ErrorCode::InternalError => 500,
@@ -89,6 +94,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::HeadersTooLarge => "HEADERS_TOO_LARGE",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::ExecutionError => "EXECUTION_ERROR",
             ErrorCode::InternalError => "INTERNAL_ERROR",
@@ -121,7 +127,7 @@ impl ErrorCode {
                 "The arguments fail the tool's input schema; meta.validation_errors lists every failing instance path."
             }
             ErrorCode::InvalidRequest => {
-                "The request is malformed: invalid JSON, wrong Content-Type, missing or mistyped fields, or a request id that is not a UUID v4."
+                "The request is malformed: invalid JSON, wrong Content-Type, missing or mistyped fields, or a request id that is not a UUID v4; or its JSON body has a duplicate key (at any depth), nests deeper than limits.max_json_depth, has a string longer than limits.max_string_bytes or an object or array with more members than limits.max_json_members (the message names the JSON pointer)."
             }
             ErrorCode::Unauthorized => {
                 "An API key is required (X-API-Key or Authorization: Bearer) and was missing or wrong."
@@ -132,6 +138,9 @@ impl ErrorCode {
             ErrorCode::NotFound => "No route matches the path.",
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
+            ErrorCode::HeadersTooLarge => {
+                "The request has more header fields than limits.max_headers, or more bytes of them than limits.max_header_bytes."
+            }
             ErrorCode::RateLimited => {
                 "More requests than security.rate_limit allows this client per minute (or calls than the tool's rate_limit); retry after Retry-After seconds."
             }
@@ -161,6 +170,9 @@ impl ErrorCode {
             ErrorCode::NotFound => "No route for GET /no-such-route",
             ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
             ErrorCode::PayloadTooLarge => "Request body exceeds the limit of 1048576 bytes",
+            ErrorCode::HeadersTooLarge => {
+                "Request header fields take 40000 bytes, more than the limit of 32768"
+            }
             ErrorCode::RateLimited => "Rate limit of 1000 requests per second exceeded",
             ErrorCode::ExecutionError => "Tool 'echo' failed: upstream MCP server is unavailable",
             ErrorCode::InternalError => "Internal error while handling the request",
@@ -207,6 +219,7 @@ mod tests {
                 ("NOT_FOUND", 404),
                 ("METHOD_NOT_ALLOWED", 405),
                 ("PAYLOAD_TOO_LARGE", 413),
+                ("HEADERS_TOO_LARGE", 431),
                 ("RATE_LIMITED", 429),
                 ("EXECUTION_ERROR", 500),
                 ("INTERNAL_ERROR", 500),

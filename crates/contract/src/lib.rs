@@ -10,6 +10,7 @@ pub mod health;
 pub mod openapi;
 pub mod registry;
 pub mod service_document;
+pub mod strict_json;
 pub mod tool;
 pub mod validation;
 

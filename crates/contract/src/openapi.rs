@@ -73,6 +73,7 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::Forbidden,
     ErrorCode::ToolNotFound,
     ErrorCode::MethodNotAllowed,
+    ErrorCode::HeadersTooLarge,
     ErrorCode::PayloadTooLarge,
     ErrorCode::RateLimited,
     ErrorCode::ExecutionError,
@@ -94,6 +95,7 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::Unauthorized,
             ErrorCode::Forbidden,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::RateLimited,
             ErrorCode::InternalError,
             ErrorCode::ServiceUnavailable,
@@ -134,6 +136,7 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::InvalidRequest,
             ErrorCode::Forbidden,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::InternalError,
             ErrorCode::ServiceUnavailable,
         ],
@@ -156,6 +159,7 @@ const OPERATIONS: &[Operation] = &[
             ErrorCode::Forbidden,
             ErrorCode::NotFound,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
             ErrorCode::InternalError,
         ],
     },
@@ -546,7 +550,10 @@ fn error_example(op: &Operation, code: ErrorCode) -> Value {
         meta.execution_time_ms = Some(if code == ErrorCode::Timeout { 30000 } else { 1 });
         if !matches!(
             code,
-            ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::PayloadTooLarge
+            ErrorCode::InvalidRequest
+                | ErrorCode::MethodNotAllowed
+                | ErrorCode::PayloadTooLarge
+                | ErrorCode::HeadersTooLarge
         ) {
             meta.tool = Some(
                 if code == ErrorCode::ToolNotFound {

@@ -30,6 +30,10 @@ use crate::{ArgumentValidator, ErrorCode, ToolSchema};
 pub struct Limits {
     pub max_body_bytes: u64,
     pub call_timeout_ms: u64,
+    /// How a JSON body is read (duplicate keys are always refused).
+    pub json: crate::strict_json::JsonLimits,
+    pub max_header_bytes: u64,
+    pub max_headers: u64,
 }
 
 /// What the document says about the service itself.
@@ -57,9 +61,15 @@ pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> 
     doc["info"]["title"] = json!(format!("{} (mcp-http-gateway)", publication.service));
     doc["info"]["version"] = json!(publication.version);
     doc["servers"] = json!([{"url": publication.server_url, "description": "This service."}]);
+    let limits = &publication.limits;
     doc["x-limits"] = json!({
-        "max_body_bytes": publication.limits.max_body_bytes,
-        "call_timeout_ms": publication.limits.call_timeout_ms,
+        "max_body_bytes": limits.max_body_bytes,
+        "call_timeout_ms": limits.call_timeout_ms,
+        "max_json_depth": limits.json.max_depth,
+        "max_string_bytes": limits.json.max_string_bytes,
+        "max_json_members": limits.json.max_members,
+        "max_header_bytes": limits.max_header_bytes,
+        "max_headers": limits.max_headers,
     });
     let mut schemas = std::mem::take(&mut doc["components"]["schemas"]);
     let schemas = schemas.as_object_mut().expect("the contract has schemas");

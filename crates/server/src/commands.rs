@@ -35,6 +35,9 @@ pub fn check_config(paths: &[PathBuf]) -> ExitCode {
                     for warning in &c.warnings {
                         eprintln!("warning: {warning}");
                     }
+                    for warning in c.secret_warnings() {
+                        eprintln!("{}: warning: {warning}", c.source);
+                    }
                     let summary = format!(
                         "{}: ok: service '{}' on {}, {} provider(s)",
                         c.source,
@@ -113,6 +116,11 @@ pub fn serve(
     let configs = source.load()?;
     let first = &configs[0].logging;
     crate::logging::init(log_format.unwrap_or(first.format), &first.level);
+    for config in &configs {
+        for warning in config.secret_warnings() {
+            tracing::warn!(service = %config.service.name, "{warning}");
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

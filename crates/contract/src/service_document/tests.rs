@@ -34,6 +34,9 @@ fn publication(api_keys_enabled: bool) -> Publication<'static> {
         limits: Limits {
             max_body_bytes: 10,
             call_timeout_ms: 20,
+            json: crate::strict_json::JsonLimits::default(),
+            max_header_bytes: 30,
+            max_headers: 40,
         },
     }
 }

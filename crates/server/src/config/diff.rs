@@ -75,6 +75,7 @@ mod tests {
                             "describe": {"a1": "d"}});
         let providers = json!([
             { "name": "stdio", "kind": "mcp", "command": "node", "args": ["a"], "env": {"K": "v"},
+              "env_passthrough": ["GITHUB_TOKEN"],
               "cwd": "here", "setup_hint": "start it", "validate_output": "warn",
               "tool_prefix": "s_", "expose": expose },
             { "name": "remote", "kind": "mcp", "url": "http://h/mcp", "headers": {"X": "y"},

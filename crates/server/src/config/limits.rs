@@ -1,6 +1,7 @@
-//! How much a service takes on: the service's `limits` section (body size, call timeout,
-//! admission: concurrent calls and the queue before them) and a provider's `limits` (its own
-//! concurrency and timeout, and per-tool rules matched by name or glob).
+//! How much a service takes on: the service's `limits` section (body size and the shape of
+//! JSON bodies, header size and count, the header read timeout and open connections, call
+//! timeout, admission: concurrent calls and the queue before them) and a provider's `limits`
+//! (its own concurrency and timeout, and per-tool rules matched by name or glob).
 
 use std::time::Duration;
 
@@ -16,6 +17,45 @@ use super::types::{
 pub struct LimitsSection {
     #[serde(default = "default_max_body", deserialize_with = "bytes::<_, 1>")]
     pub max_body_bytes: usize,
+    /// Objects and arrays nested in a JSON body (the body is level 1); deeper: 400.
+    #[serde(default = "default_max_json_depth", deserialize_with = "json_depth")]
+    pub max_json_depth: usize,
+    /// Bytes of one string (value or key) of a JSON body; longer: 400.
+    #[serde(
+        default = "default_max_string_bytes",
+        deserialize_with = "bytes::<_, 1>"
+    )]
+    pub max_string_bytes: usize,
+    /// Members of one object or items of one array of a JSON body; more: 400.
+    #[serde(
+        default = "default_max_json_members",
+        deserialize_with = "bytes::<_, 1>"
+    )]
+    pub max_json_members: usize,
+    /// Bytes of a request's header fields (names and values); more: 431.
+    #[serde(
+        default = "default_max_header_bytes",
+        deserialize_with = "bytes::<_, 1024>"
+    )]
+    pub max_header_bytes: usize,
+    /// Header fields of a request; more: 431.
+    #[serde(default = "default_max_headers", deserialize_with = "bytes::<_, 8>")]
+    pub max_headers: usize,
+    /// How long a connection may take to send a request's headers (and stay idle between
+    /// requests) before it is closed.
+    #[serde(
+        default = "default_header_read_timeout",
+        rename = "header_read_timeout_ms",
+        deserialize_with = "millis::<_, 100>",
+        serialize_with = "as_millis"
+    )]
+    pub header_read_timeout: Duration,
+    /// Connections served at once; more wait to be accepted (read at start).
+    #[serde(
+        default = "default_max_connections",
+        deserialize_with = "bytes::<_, 1>"
+    )]
+    pub max_connections: usize,
     /// A call's timeout unless its provider or tool sets one.
     #[serde(
         default = "default_call_timeout",
@@ -54,6 +94,41 @@ pub struct LimitsSection {
 fn default_max_body() -> usize {
     1_048_576
 }
+fn default_max_json_depth() -> usize {
+    64
+}
+fn default_max_string_bytes() -> usize {
+    262_144
+}
+fn default_max_json_members() -> usize {
+    10_000
+}
+fn default_max_header_bytes() -> usize {
+    32_768
+}
+fn default_max_headers() -> usize {
+    100
+}
+fn default_header_read_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_max_connections() -> usize {
+    1024
+}
+
+/// The most `max_json_depth` may be: serde_json's own recursion limit is 128.
+pub const MAX_JSON_DEPTH: usize = 127;
+
+fn json_depth<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    let depth = bytes::<D, 1>(deserializer)?;
+    if depth > MAX_JSON_DEPTH {
+        return Err(serde::de::Error::custom(format!(
+            "max_json_depth may be at most {MAX_JSON_DEPTH}, got {depth}"
+        )));
+    }
+    Ok(depth)
+}
+
 fn default_call_timeout() -> Duration {
     Duration::from_secs(30)
 }
@@ -74,11 +149,29 @@ impl Default for LimitsSection {
     fn default() -> Self {
         LimitsSection {
             max_body_bytes: default_max_body(),
+            max_json_depth: default_max_json_depth(),
+            max_string_bytes: default_max_string_bytes(),
+            max_json_members: default_max_json_members(),
+            max_header_bytes: default_max_header_bytes(),
+            max_headers: default_max_headers(),
+            header_read_timeout: default_header_read_timeout(),
+            max_connections: default_max_connections(),
             call_timeout: default_call_timeout(),
             shutdown_grace: default_grace(),
             max_concurrent_calls: default_max_concurrent_calls(),
             queue_depth: default_queue_depth(),
             queue_timeout: default_queue_timeout(),
+        }
+    }
+}
+
+impl LimitsSection {
+    /// The bounds a JSON body is read within.
+    pub fn json(&self) -> contract::strict_json::JsonLimits {
+        contract::strict_json::JsonLimits {
+            max_depth: self.max_json_depth,
+            max_string_bytes: self.max_string_bytes,
+            max_members: self.max_json_members,
         }
     }
 }
@@ -308,6 +401,35 @@ mod tests {
             .check_cypher()
             .unwrap_err();
         assert!(err.contains("'q'") && err.contains("60000"), "{err}");
+    }
+
+    #[test]
+    fn the_input_bounds_have_defaults_and_ranges() {
+        let limits: LimitsSection = serde_saphyr::from_str("{}").unwrap();
+        assert_eq!(limits, LimitsSection::default());
+        assert_eq!(limits.max_json_depth, 64);
+        assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
+        let set: LimitsSection = serde_saphyr::from_str(
+            "{ max_json_depth: 127, max_string_bytes: 10, max_json_members: 5, max_header_bytes: 2048, max_headers: 20, header_read_timeout_ms: 500, max_connections: 3 }",
+        )
+        .unwrap();
+        assert_eq!(set.json().max_depth, 127);
+        assert_eq!(set.json().max_members, 5);
+        assert_eq!(set.max_connections, 3);
+        for bad in [
+            "max_json_depth: 128",
+            "max_json_depth: 0",
+            "max_string_bytes: 0",
+            "max_header_bytes: 100",
+            "max_headers: 2",
+            "header_read_timeout_ms: 10",
+            "max_connections: 0",
+        ] {
+            assert!(
+                serde_saphyr::from_str::<LimitsSection>(&format!("{{ {bad} }}")).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

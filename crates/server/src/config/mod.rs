@@ -344,4 +344,18 @@ impl ServiceConfig {
     pub fn dependency(&self, name: &str) -> Option<&DependencyConfig> {
         self.dependencies.get(name).map(|d| &d.value)
     }
+
+    /// What is allowed but unwise (a literal secret in a child's `env`): said by
+    /// `check-config` and logged at start, never refused.
+    pub fn secret_warnings(&self) -> Vec<String> {
+        self.provider_entries()
+            .flat_map(|p| match p {
+                ProviderConfig::Mcp(m) => match &m.transport {
+                    McpTransport::Stdio(s) => s.secret_warnings(m.name.as_str()),
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            })
+            .collect()
+    }
 }

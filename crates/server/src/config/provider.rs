@@ -154,8 +154,11 @@ pub struct StdioTransport {
     /// The program to spawn (looked up on PATH unless it contains a `/`).
     pub command: String,
     pub args: Vec<String>,
-    /// Added to the gateway's own environment for the child.
+    /// Set for the child (values may use `${VAR}`), on top of the inherited allowlist
+    /// (`provider/mcp/upstream/stdio.rs`); the gateway's own environment is not passed whole.
     pub env: BTreeMap<String, String>,
+    /// Names of the gateway's environment variables copied to the child when set.
+    pub env_passthrough: Vec<String>,
     /// The child's working directory, relative to the config file's folder.
     pub cwd: Option<String>,
 }
@@ -191,6 +194,12 @@ struct McpFields {
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     env: BTreeMap<String, String>,
+    #[serde(
+        default,
+        deserialize_with = "texts",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    env_passthrough: Vec<String>,
     #[serde(
         default,
         deserialize_with = "optional_text",
@@ -247,12 +256,20 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     "provider '{name}': `headers` apply only to a `url` provider"
                 ));
             }
-            (Some(command), None) => McpTransport::Stdio(StdioTransport {
-                command,
-                args: f.args,
-                env: f.env,
-                cwd: f.cwd,
-            }),
+            (Some(command), None) => {
+                if let Some(bad) = f.env_passthrough.iter().find(|n| !is_env_name(n)) {
+                    return Err(format!(
+                        "provider '{name}': env_passthrough '{bad}' is not an environment variable name (letters, digits and _, not starting with a digit)"
+                    ));
+                }
+                McpTransport::Stdio(StdioTransport {
+                    command,
+                    args: f.args,
+                    env: f.env,
+                    env_passthrough: f.env_passthrough,
+                    cwd: f.cwd,
+                })
+            }
             (None, Some(url)) => {
                 if !(url.starts_with("http://")
                     || url.starts_with("https://")
@@ -262,9 +279,13 @@ impl TryFrom<McpFields> for McpProviderConfig {
                         "provider '{name}': url '{url}' must start with http:// or https://"
                     ));
                 }
-                if !f.args.is_empty() || !f.env.is_empty() || f.cwd.is_some() {
+                if !f.args.is_empty()
+                    || !f.env.is_empty()
+                    || !f.env_passthrough.is_empty()
+                    || f.cwd.is_some()
+                {
                     return Err(format!(
-                        "provider '{name}': `args`, `env` and `cwd` apply only to a `command` provider"
+                        "provider '{name}': `args`, `env`, `env_passthrough` and `cwd` apply only to a `command` provider"
                     ));
                 }
                 let http = HttpTransport {
@@ -298,6 +319,7 @@ impl From<McpProviderConfig> for McpFields {
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
+            env_passthrough: Vec::new(),
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
@@ -313,6 +335,7 @@ impl From<McpProviderConfig> for McpFields {
                 f.command = Some(s.command);
                 f.args = s.args;
                 f.env = s.env;
+                f.env_passthrough = s.env_passthrough;
                 f.cwd = s.cwd;
             }
             McpTransport::StreamableHttp(h) | McpTransport::LegacySse(h) => {
@@ -322,6 +345,76 @@ impl From<McpProviderConfig> for McpFields {
         }
         f
     }
+}
+
+/// An environment variable name as shells write them: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl StdioTransport {
+    /// Why each `env` entry that holds a literal secret should not: its name says secret
+    /// (KEY, TOKEN, SECRET, PASSWORD) or its value has the shape of a known token, and the
+    /// value is not a `${VAR}` reference. A literal in the file ends up in backups, diffs and
+    /// `config get`; the warning says how to keep it out.
+    pub fn secret_warnings(&self, provider: &str) -> Vec<String> {
+        self.env
+            .iter()
+            .filter(|(name, value)| {
+                !value.is_empty()
+                    && !value.contains("${")
+                    && (secret_name(name) || token_shaped(value))
+            })
+            .map(|(name, _)| {
+                format!(
+                    "provider '{provider}': env.{name} holds a literal value that looks like a secret; \
+                     write `{name}: \"${{{name}}}\"` and set {name} in the gateway's environment, \
+                     or list it in `env_passthrough: [{name}]`"
+                )
+            })
+            .collect()
+    }
+}
+
+fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|word| upper.contains(word))
+}
+
+/// The shapes of well-known credentials: provider API keys, GitHub/GitLab/Slack tokens, AWS
+/// access key ids, JWTs and PEM private keys.
+fn token_shaped(value: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sk-",
+        "sk_live_",
+        "rk_live_",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "AIza",
+        "-----BEGIN",
+    ];
+    let aws = value.len() == 20
+        && (value.starts_with("AKIA") || value.starts_with("ASIA"))
+        && value
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let jwt = value.starts_with("eyJ") && value.matches('.').count() == 2;
+    aws || jwt
+        || PREFIXES
+            .iter()
+            .any(|p| value.starts_with(p) && value.len() >= p.len() + 8)
 }
 
 /// Whether a URL names a legacy SSE endpoint: its path (before any query) ends in `/sse`.
@@ -457,5 +550,46 @@ mod tests {
         assert!(is_sse_url("http://h:1/x/sse/?token=1"));
         assert!(!is_sse_url("http://h:1/mcp"));
         assert!(!is_sse_url("http://h:1/mcp?x=/sse"));
+    }
+
+    fn stdio(yaml: &str) -> Result<StdioTransport, String> {
+        let config: McpProviderConfig =
+            serde_saphyr::from_str(&format!("{{ name: p, command: x, {yaml} }}"))
+                .map_err(|e| e.to_string())?;
+        match config.transport {
+            McpTransport::Stdio(s) => Ok(s),
+            other => panic!("not stdio: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn env_passthrough_takes_variable_names_only_and_only_for_a_command() {
+        let s = stdio("env_passthrough: [GITHUB_TOKEN, _X1]").unwrap();
+        assert_eq!(s.env_passthrough, ["GITHUB_TOKEN", "_X1"]);
+        for bad in ["[1X]", "['A-B']", "['']", "['A B']"] {
+            let err = stdio(&format!("env_passthrough: {bad}")).unwrap_err();
+            assert!(err.contains("env_passthrough"), "{bad}: {err}");
+        }
+        let remote: Result<McpProviderConfig, _> =
+            serde_saphyr::from_str("{ name: p, url: 'http://h/mcp', env_passthrough: [A] }");
+        assert!(remote.unwrap_err().to_string().contains("env_passthrough"));
+    }
+
+    #[test]
+    fn literal_secrets_in_env_are_warned_about_references_are_not() {
+        let s = stdio(
+            "env: { API_KEY: abc, DB_PASSWORD: hunter2, GH: ghp_0123456789abcdefghij, \
+             AWS: AKIAIOSFODNN7EXAMPLE, LEVEL: debug, TOKEN_REF: '${TOKEN}', \
+             KEY_DEFAULT: '${KEY:-none}', EMPTY_TOKEN: '', SHORT: sk-1 }",
+        )
+        .unwrap();
+        let warnings = s.secret_warnings("p");
+        let named: Vec<&str> = ["API_KEY", "AWS", "DB_PASSWORD", "GH"].to_vec();
+        assert_eq!(warnings.len(), named.len(), "{warnings:#?}");
+        for (warning, name) in warnings.iter().zip(named) {
+            assert!(warning.contains(&format!("env.{name} ")), "{warning}");
+            assert!(warning.contains("env_passthrough"), "{warning}");
+            assert!(warning.contains(&format!("${{{name}}}")), "{warning}");
+        }
     }
 }

@@ -181,7 +181,11 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
             ErrorCode::PayloadTooLarge,
             "Request body is too large".to_owned(),
         ),
-        StatusCode::UNAUTHORIZED => (
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => (
+            ErrorCode::HeadersTooLarge,
+            "Request header fields are too large".to_owned(),
+        ),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => (
             ErrorCode::Unauthorized,
             "Missing or invalid API key".to_owned(),
         ),

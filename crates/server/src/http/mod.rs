@@ -3,13 +3,16 @@
 //!
 //! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
 //! metrics → Host and Origin (403 before anything acts on the request) → plain OPTIONS → CORS
-//! → envelope (methods, request id, envelope, log line) → lifecycle gate → API key → rate
-//! limit → panic catcher → routes.
+//! → envelope (methods, request id, envelope, log line) → header limits → lifecycle gate → API
+//! key → rate limit → panic catcher → routes.
 
 mod cors;
 pub mod envelope;
+#[cfg(test)]
+mod fuzz;
 pub mod guards;
 pub mod handlers;
+pub mod header_limits;
 pub mod hosts;
 mod methods;
 pub mod metrics;
@@ -68,6 +71,10 @@ fn with_layers(routes: Router, service: Arc<Service>) -> Router {
             .layer(from_fn(methods::plain_options))
             .layer(cors::layer(service.clone()))
             .layer(from_fn(envelope::envelope_layer))
+            .layer(from_fn_with_state(
+                service.clone(),
+                header_limits::header_limits,
+            ))
             .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
             .layer(from_fn_with_state(service.clone(), guards::api_key))
             .layer(from_fn_with_state(service, rate_limit::rate_limit))

@@ -1,5 +1,7 @@
 //! What handlers and layers answer before the envelope is drawn around it, and the JSON body
-//! extractor whose every rejection is such an answer.
+//! extractor whose every rejection is such an answer. Bodies are read as strict JSON
+//! ([`contract::strict_json`]: no duplicate key at any depth, depth, strings and members
+//! bounded by `limits`) before they are given their type.
 //!
 //! A [`Reply`] travels in the response's extensions with an empty body; the envelope layer
 //! turns it into the envelope, so the request id, timestamp and timing are set in one place.
@@ -9,6 +11,7 @@ use std::sync::Arc;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use contract::strict_json::{self, JsonLimits};
 use contract::{ErrorCode, Meta};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
@@ -110,8 +113,9 @@ impl<T: DeserializeOwned> FromRequest<Arc<Service>> for JsonBody<T> {
     type Rejection = Reply;
 
     async fn from_request(request: Request, service: &Arc<Service>) -> Result<Self, Reply> {
+        let json = service.settings().config.limits.json();
         let bytes = read_json_bytes(request, service, false).await?;
-        parse(&bytes).map(JsonBody)
+        parse(&bytes, &json).map(JsonBody)
     }
 }
 
@@ -119,28 +123,30 @@ impl FromRequest<Arc<Service>> for ArgumentsBody {
     type Rejection = Reply;
 
     async fn from_request(request: Request, service: &Arc<Service>) -> Result<Self, Reply> {
+        let json = service.settings().config.limits.json();
         let bytes = read_json_bytes(request, service, true).await?;
         if bytes.is_empty() {
             return Ok(ArgumentsBody(serde_json::Map::new()));
         }
-        parse(&bytes).map(ArgumentsBody)
+        parse(&bytes, &json).map(ArgumentsBody)
     }
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Reply> {
+/// Reads `bytes` as strict JSON within `limits`, then as a `T`.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8], limits: &JsonLimits) -> Result<T, Reply> {
     if bytes.is_empty() {
         return Err(Reply::error(
             ErrorCode::InvalidRequest,
             "Request body is empty; expected a JSON object",
         ));
     }
-    serde_json::from_slice(bytes).map_err(|e| {
-        let message = if e.is_syntax() || e.is_eof() {
-            format!("Request body is not valid JSON: {e}")
-        } else {
-            format!("Request body has the wrong shape: {e}")
-        };
-        Reply::error(ErrorCode::InvalidRequest, message)
+    let value = strict_json::parse(bytes, limits)
+        .map_err(|refusal| Reply::error(ErrorCode::InvalidRequest, refusal.to_string()))?;
+    serde_json::from_value(value).map_err(|e| {
+        Reply::error(
+            ErrorCode::InvalidRequest,
+            format!("Request body has the wrong shape: {e}"),
+        )
     })
 }
 

@@ -85,7 +85,11 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::ToolError,
             "Tool '{tool}' was not admitted: {why}; retry after {s} s",
         ),
-        Code::Unauthorized | Code::NotFound | Code::MethodNotAllowed | Code::PayloadTooLarge => (
+        Code::Unauthorized
+        | Code::NotFound
+        | Code::MethodNotAllowed
+        | Code::PayloadTooLarge
+        | Code::HeadersTooLarge => (
             McpAnswer::Http,
             "the envelope, with the HTTP status of the code",
         ),
@@ -165,6 +169,7 @@ mod tests {
                 (Code::NotFound, Http),
                 (Code::MethodNotAllowed, Http),
                 (Code::PayloadTooLarge, Http),
+                (Code::HeadersTooLarge, Http),
                 (Code::RateLimited, ToolError),
                 (Code::ExecutionError, ToolError),
                 (Code::InternalError, JsonRpc(jsonrpc::INTERNAL_ERROR)),

@@ -3,7 +3,8 @@
 //! service's Host and Origin check (`http/hosts.rs`, shared with REST) has let it in: the
 //! session rules of [`SessionBook`] (a bound
 //! on live sessions, 404 for a closed, expired or unknown session, no request before the
-//! handshake is done) and the refusal of a JSON-RPC id still running in its session.
+//! handshake is done) and the refusal of a JSON-RPC id still running in its session. Bodies
+//! are read as strict JSON ([`contract::strict_json`]) within `limits`, as REST bodies are.
 
 use crate::sync::Unpoisoned;
 use std::collections::HashSet;
@@ -15,6 +16,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode as Code;
+use contract::strict_json::{self, JsonLimits, JsonRefusal};
 use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -30,6 +32,39 @@ pub struct McpGate {
     pub book: SessionBook,
     pub in_flight: InFlight,
     pub max_body: usize,
+    pub json: JsonLimits,
+}
+
+/// How a body is read: `Ok(None)` for text that is not JSON (rmcp, or the legacy transport,
+/// answers it as the protocol says), a refusal for JSON past a bound or with a duplicate key
+/// (answer it with [`refused_body`]).
+pub fn read_message(bytes: &[u8], limits: &JsonLimits) -> Result<Option<Value>, JsonRefusal> {
+    match strict_json::parse(bytes, limits) {
+        Ok(message) => Ok(Some(message)),
+        Err(JsonRefusal::Syntax(_)) => Ok(None),
+        Err(refusal) => Err(refusal),
+    }
+}
+
+/// 413 with a JSON-RPC error (-32600, `PAYLOAD_TOO_LARGE`): the body is over `max` bytes.
+pub fn body_too_large(max: usize) -> Response {
+    let answer = json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": jsonrpc::INVALID_REQUEST,
+        "message": format!("Request body exceeds the limit of {max} bytes"),
+        "data": {"code": Code::PayloadTooLarge, "retryable": false},
+    }});
+    (StatusCode::PAYLOAD_TOO_LARGE, Json(answer)).into_response()
+}
+
+/// 400 with a JSON-RPC error (-32600, `INVALID_REQUEST`, where in the body): the message was
+/// not read, so its id is unknown and the answer's is null.
+pub fn refused_body(refusal: &JsonRefusal) -> Response {
+    let answer = json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": jsonrpc::INVALID_REQUEST,
+        "message": refusal.to_string(),
+        "data": {"code": Code::InvalidRequest, "retryable": false, "pointer": refusal.pointer()},
+    }});
+    (StatusCode::BAD_REQUEST, Json(answer)).into_response()
 }
 
 /// The answer to a request its session cannot take, as a JSON-RPC error with our code.
@@ -134,9 +169,12 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     let (parts, body) = request.into_parts();
     // Read within limits.max_body_bytes, as every other body of the service.
     let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        return body_too_large(gate.max_body);
     };
-    let message = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
+    let message = match read_message(&bytes, &gate.json) {
+        Ok(message) => message.unwrap_or(Value::Null),
+        Err(refusal) => return refused_body(&refusal),
+    };
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let id = message
         .get("method")
@@ -275,6 +313,16 @@ mod tests {
             Some(("cursor".to_owned(), "2.1".to_owned()))
         );
         assert_eq!(client_info(&json!({"method": "initialize"})), None);
+    }
+
+    #[test]
+    fn a_body_past_a_bound_is_refused_and_text_that_is_not_json_is_left_to_rmcp() {
+        let limits = JsonLimits::default();
+        assert_eq!(read_message(b"{nope", &limits).unwrap(), None);
+        let refusal =
+            read_message(br#"{"params":{"arguments":{"a":1,"a":2}}}"#, &limits).unwrap_err();
+        assert_eq!(refusal.pointer(), Some("/params/arguments"));
+        assert_eq!(refused_body(&refusal).status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -23,7 +23,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::gate::{
-    McpGate, allowed_before_handshake, client_info, not_initialized, session_refusal,
+    McpGate, allowed_before_handshake, body_too_large, client_info, not_initialized, read_message,
+    refused_body, session_refusal,
 };
 use super::handler::McpBridge;
 use super::sessions::{SessionBook, SessionState, Transport};
@@ -145,12 +146,14 @@ pub struct SessionQuery {
     session_id: String,
 }
 
-/// `POST /messages?sessionId=…`: one JSON-RPC message for that session.
+/// `POST /messages?sessionId=…`: one JSON-RPC message for that session, read within
+/// `limits.max_body_bytes` as strict JSON.
 pub async fn message(
     State(sessions): State<SseSessions>,
     Query(query): Query<SessionQuery>,
     client: Option<Extension<Client>>,
-    Json(body): Json<Value>,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> Response {
     // Judged before the session is touched: another key's message must not keep it alive.
     let open = sessions
@@ -168,6 +171,35 @@ pub async fn message(
         )
             .into_response();
     }
+    let json_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if !json_type {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Json(json!({"error": "Content-Type must be application/json"})),
+        )
+            .into_response();
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, sessions.gate.max_body).await else {
+        return body_too_large(sessions.gate.max_body);
+    };
+    let body = match read_message(&bytes, &sessions.gate.json) {
+        Ok(Some(body)) => body,
+        Ok(None) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "the body is not valid JSON"})),
+            )
+                .into_response();
+        }
+        Err(refusal) => return refused_body(&refusal),
+    };
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
     match book.touch(&query.session_id) {

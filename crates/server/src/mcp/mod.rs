@@ -37,6 +37,7 @@ pub fn router(service: Arc<Service>) -> Router {
         book,
         in_flight: gate::InFlight::default(),
         max_body: settings.config.limits.max_body_bytes,
+        json: settings.config.limits.json(),
     };
     let streamable = Router::new()
         .fallback_service(endpoint)

@@ -5,7 +5,8 @@
 //! listeners, MCP sessions and background loops; then the root stops the providers; then every
 //! tracked task is awaited.
 
-use std::net::SocketAddr;
+mod serve;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,19 +96,10 @@ pub async fn run(
     for service in services {
         match bind(&service).await {
             Ok(listener) => {
-                let app = crate::http::router(service.clone())
-                    .into_make_service_with_connect_info::<SocketAddr>();
+                let app = crate::http::router(service.clone());
                 // The service's own drain: a service that fails to start closes its port alone.
                 let stopped = service.drain().clone();
-                servers.push(root.spawn(async move {
-                    let stopped = async move { stopped.cancelled().await };
-                    if let Err(e) = axum::serve(listener, app)
-                        .with_graceful_shutdown(stopped)
-                        .await
-                    {
-                        tracing::error!("server error: {e}");
-                    }
-                }));
+                servers.push(root.spawn(serve::serve(listener, service.clone(), app, stopped)));
                 listening.push(service);
             }
             Err(e) => {

@@ -85,6 +85,9 @@ impl ToolSet {
         let limits = Limits {
             max_body_bytes: config.limits.max_body_bytes as u64,
             call_timeout_ms: config.limits.call_timeout.as_millis() as u64,
+            json: config.limits.json(),
+            max_header_bytes: config.limits.max_header_bytes as u64,
+            max_headers: config.limits.max_headers as u64,
         };
         let publication = OwnedPublication {
             service: name.to_owned(),

@@ -4,6 +4,8 @@
 mod access_log;
 mod admission;
 mod api_keys;
+mod bounded_inputs;
+mod child_env;
 mod config_cli;
 mod conformance_runs;
 mod cypher_provider;

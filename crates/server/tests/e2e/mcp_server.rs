@@ -553,7 +553,14 @@ async fn a_body_over_the_limit_is_refused_at_mcp_too() {
     let session = McpSession::open(&gw).await;
     let big = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "x".repeat(4096)}}});
-    assert_eq!(session.post(big).await.status(), 413);
+    let refused = session.post(big).await;
+    assert_eq!(refused.status(), 413);
+    let refused: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(
+        refused["error"]["data"]["code"], "PAYLOAD_TOO_LARGE",
+        "{refused}"
+    );
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
     let small = session
         .ask(
             serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",

@@ -20,6 +20,11 @@ async fn openapi_document_and_swagger_ui() {
     assert_eq!(doc["info"]["title"], "docs (mcp-http-gateway)");
     assert_eq!(doc["x-limits"]["max_body_bytes"], 1_048_576);
     assert_eq!(doc["x-limits"]["call_timeout_ms"], 30_000);
+    assert_eq!(doc["x-limits"]["max_json_depth"], 64);
+    assert_eq!(doc["x-limits"]["max_string_bytes"], 262_144);
+    assert_eq!(doc["x-limits"]["max_json_members"], 10_000);
+    assert_eq!(doc["x-limits"]["max_header_bytes"], 32_768);
+    assert_eq!(doc["x-limits"]["max_headers"], 100);
     let tools = get(&gw, "/tools").await;
     for tool in tools.body["data"]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();

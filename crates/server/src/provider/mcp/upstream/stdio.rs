@@ -1,5 +1,9 @@
 //! Spawning an MCP server as a child process: its command line, its environment, the process
 //! group and parent-death signal that keep it from outliving us, and its stderr in our log.
+//!
+//! A child starts from an empty environment: only [`INHERITED_ENV`] (and `LC_*`) come from
+//! the gateway's, then the entry's `env_passthrough` names, then its `env`. The gateway's own
+//! secrets (API keys, dependency passwords) never reach a child unless named there.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,11 +17,51 @@ use super::EndpointError;
 use crate::config::expand_env;
 use crate::shutdown::Shutdown;
 
+/// The variables a child inherits without being named: the official MCP SDKs' default set on
+/// Unix (TypeScript `getDefaultEnvironment`, Python `get_default_environment`: HOME, LOGNAME,
+/// PATH, SHELL, TERM, USER), plus the locale, the temporary directory, the time zone and
+/// Python's stdio encoding, which servers need to read and print text as the gateway does.
+/// Every `LC_*` variable is inherited too.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "USER",
+    "LANG",
+    "LANGUAGE",
+    "TMPDIR",
+    "TZ",
+    "PYTHONIOENCODING",
+];
+
+/// The child's whole environment, from the gateway's (`gateway`): the inherited allowlist
+/// (values starting with `()`, exported shell functions, are skipped as the SDKs do), then
+/// the `passthrough` names that are set, then `env` (already expanded), each overriding the
+/// one before.
+pub fn child_environment(
+    gateway: impl IntoIterator<Item = (String, String)>,
+    passthrough: &[String],
+    env: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    for (name, value) in gateway {
+        let inherited = INHERITED_ENV.contains(&name.as_str()) || name.starts_with("LC_");
+        if (inherited && !value.starts_with("()")) || passthrough.contains(&name) {
+            out.insert(name, value);
+        }
+    }
+    out.extend(env.iter().cloned());
+    out.into_iter().collect()
+}
+
 /// What to run, with `${VAR}` already expanded and `cwd` resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StdioSpec {
     pub program: String,
     pub args: Vec<String>,
+    /// The child's whole environment ([`child_environment`]).
     pub env: Vec<(String, String)>,
     pub cwd: std::path::PathBuf,
 }
@@ -33,6 +77,14 @@ impl StdioSpec {
             &config.env,
             config.cwd.as_deref(),
         );
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
+            .collect::<Result<_, EndpointError>>()?;
+        // Names or values that are not UTF-8 cannot be matched or passed as text: left out.
+        let gateway = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        let env = child_environment(gateway, &config.env_passthrough, &env);
         let cwd = base_dir.join(expand_env(cwd.unwrap_or("."))?);
         // Absolute, so a relative program path means the same before and after the chdir.
         let cwd = std::path::absolute(&cwd).map_err(|source| EndpointError::Cwd {
@@ -52,10 +104,7 @@ impl StdioSpec {
                 .iter()
                 .map(|a| expand_env(a))
                 .collect::<Result<_, _>>()?,
-            env: env
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
-                .collect::<Result<_, EndpointError>>()?,
+            env,
             cwd,
         })
     }
@@ -66,6 +115,7 @@ impl StdioSpec {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
+            .env_clear()
             .envs(self.env.iter().cloned())
             .current_dir(&self.cwd);
         #[cfg(target_os = "linux")]
@@ -107,4 +157,46 @@ pub fn forward_stderr(
             tracing::info!(target: "upstream_stderr", service = %service, provider = %provider, pid, "{line}");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_child_gets_the_allowlist_the_named_and_its_env_nothing_else() {
+        let gateway = pairs(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/g"),
+            ("LC_TIME", "C"),
+            ("SHELL", "() { evil; }"),
+            ("MCP_GATEWAY_API_KEYS", "k1,k2"),
+            ("CODE_GRAPH_BOLT_PASSWORD", "pw"),
+            ("GITHUB_TOKEN", "ghp_x"),
+            ("LEVEL", "gateway"),
+        ]);
+        let child = child_environment(
+            gateway,
+            &["GITHUB_TOKEN".into(), "NOT_SET".into()],
+            &pairs(&[("LEVEL", "child"), ("EXTRA", "1")]),
+        );
+        assert_eq!(
+            child,
+            pairs(&[
+                ("EXTRA", "1"),
+                ("GITHUB_TOKEN", "ghp_x"),
+                ("HOME", "/home/g"),
+                ("LC_TIME", "C"),
+                ("LEVEL", "child"),
+                ("PATH", "/usr/bin"),
+            ])
+        );
+    }
 }

@@ -1,0 +1,102 @@
+//! The request's header fields, bounded: more than `limits.max_headers` fields, or more than
+//! `limits.max_header_bytes` of them, is answered 431 `HEADERS_TOO_LARGE` as the envelope.
+//!
+//! hyper enforces a hard bound of its own, above these ([`hard_limits`]), where it answers
+//! 431 with an empty body and closes the connection before any layer runs; between the two,
+//! this layer answers with the envelope.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use contract::ErrorCode;
+
+use super::reply::Reply;
+use crate::config::LimitsSection;
+use crate::service::Service;
+
+pub async fn header_limits(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let settings = service.settings();
+    if let Some(refusal) = refusal(request.headers(), &settings.config.limits) {
+        return refusal.into_response();
+    }
+    drop(settings);
+    next.run(request).await
+}
+
+/// The bytes of the header fields as sent: `name: value` and CRLF for each.
+pub fn header_bytes(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum()
+}
+
+fn refusal(headers: &HeaderMap, limits: &LimitsSection) -> Option<Reply> {
+    let count = headers.len();
+    if count > limits.max_headers {
+        return Some(Reply::error(
+            ErrorCode::HeadersTooLarge,
+            format!(
+                "Request has {count} header fields, more than the limit of {}",
+                limits.max_headers
+            ),
+        ));
+    }
+    let bytes = header_bytes(headers);
+    if bytes > limits.max_header_bytes {
+        return Some(Reply::error(
+            ErrorCode::HeadersTooLarge,
+            format!(
+                "Request header fields take {bytes} bytes, more than the limit of {}",
+                limits.max_header_bytes
+            ),
+        ));
+    }
+    None
+}
+
+/// hyper's own bounds for a connection: (header section bytes, header fields). Four times the
+/// configured ones, so the usual oversized request still gets the envelope and memory stays
+/// bounded per connection.
+pub fn hard_limits(limits: &LimitsSection) -> (usize, usize) {
+    (limits.max_header_bytes * 4, limits.max_headers * 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn count_and_bytes_are_bounded() {
+        let limits = LimitsSection {
+            max_headers: 3,
+            max_header_bytes: 1024,
+            ..LimitsSection::default()
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("host", HeaderValue::from_static("h"));
+        headers.insert("x-a", HeaderValue::from_static("1"));
+        assert_eq!(header_bytes(&headers), 4 + 1 + 4 + 3 + 1 + 4);
+        assert!(refusal(&headers, &limits).is_none());
+        headers.insert("x-big", HeaderValue::from_str(&"v".repeat(1100)).unwrap());
+        let big = refusal(&headers, &limits).unwrap();
+        assert_eq!(big.status().as_u16(), 431);
+        headers.remove("x-big");
+        headers.insert("x-b", HeaderValue::from_static("2"));
+        headers.insert("x-c", HeaderValue::from_static("3"));
+        let many = refusal(&headers, &limits).unwrap();
+        assert!(
+            format!("{:?}", many.outcome).contains("4 header fields"),
+            "{:?}",
+            many.outcome
+        );
+    }
+}
