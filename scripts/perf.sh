@@ -14,7 +14,7 @@
 #  - the load suite (crates/loadtest) against the demo and code-graph-rag services: baseline,
 #    saturation, open loop;
 #  - the overload test at 1×, 2× and 5× the admission limit of a service whose tool calls
-#    examples/slow_upstream (200 ms a call): accepted/s, 503 share, admitted p99 (needs a
+#    examples/slow_upstream (200 ms a call): accepted/s, 503 share, admitted p99 (through the
 #    gateway's admission control, `limits.max_concurrent_calls`).
 # Results: target/perf/results.md (and the loadtest reports beside it).
 #
