@@ -128,7 +128,7 @@ impl ServiceConfig {
         }
         provider.expose().check()?;
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
-            ProviderConfig::Mcp(_) => return Ok(()),
+            ProviderConfig::Mcp(_) | ProviderConfig::Grpc(_) => return Ok(()),
             ProviderConfig::Cypher(p) => (
                 "bolt",
                 p.tools

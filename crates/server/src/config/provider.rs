@@ -23,6 +23,8 @@ pub enum ProviderConfig {
     Cypher(CypherProviderConfig),
     /// Calls of an HTTP API declared as tools (or imported from its OpenAPI document).
     Http(HttpProviderConfig),
+    /// A provider process speaking the gRPC Provider contract (`proto/`).
+    Grpc(GrpcProviderConfig),
 }
 
 impl ProviderConfig {
@@ -31,6 +33,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => &p.name,
             ProviderConfig::Cypher(p) => &p.name,
             ProviderConfig::Http(p) => &p.name,
+            ProviderConfig::Grpc(p) => &p.name,
         }
     }
 
@@ -39,6 +42,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(_) => "mcp",
             ProviderConfig::Cypher(_) => "cypher",
             ProviderConfig::Http(_) => "http",
+            ProviderConfig::Grpc(_) => "grpc",
         }
     }
 
@@ -48,6 +52,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(_) => None,
             ProviderConfig::Cypher(p) => Some(&p.dependency),
             ProviderConfig::Http(p) => Some(&p.dependency),
+            ProviderConfig::Grpc(_) => None,
         }
     }
 }
@@ -72,6 +77,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => p.validate_output,
             ProviderConfig::Cypher(p) => p.validate_output,
             ProviderConfig::Http(p) => p.validate_output,
+            ProviderConfig::Grpc(p) => p.validate_output,
         }
     }
 
@@ -81,6 +87,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => &p.limits,
             ProviderConfig::Cypher(p) => &p.limits,
             ProviderConfig::Http(p) => &p.limits,
+            ProviderConfig::Grpc(p) => &p.limits,
         }
     }
 
@@ -90,6 +97,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => &p.expose,
             ProviderConfig::Cypher(p) => &p.expose,
             ProviderConfig::Http(p) => &p.expose,
+            ProviderConfig::Grpc(p) => &p.expose,
         }
     }
 
@@ -99,6 +107,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => p.tool_prefix.as_deref(),
             ProviderConfig::Cypher(p) => p.tool_prefix.as_deref(),
             ProviderConfig::Http(p) => p.tool_prefix.as_deref(),
+            ProviderConfig::Grpc(p) => p.tool_prefix.as_deref(),
         }
     }
 
@@ -111,6 +120,7 @@ impl ProviderConfig {
             ProviderConfig::Mcp(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
             ProviderConfig::Cypher(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
             ProviderConfig::Http(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
+            ProviderConfig::Grpc(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
         };
         *limits = ProviderLimits::default();
         *expose = Expose::default();
@@ -592,4 +602,78 @@ mod tests {
             assert!(warning.contains(&format!("${{{name}}}")), "{warning}");
         }
     }
+}
+
+/// `kind: grpc`: a provider reached over the gRPC Provider contract.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcProviderConfig {
+    pub name: ProviderName,
+    /// `host:port` of the provider's gRPC server (may use `${VAR}`).
+    #[serde(deserialize_with = "text")]
+    pub address: String,
+    /// TLS to the provider; absent: plaintext HTTP/2 (loopback and trusted networks only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<GrpcTls>,
+    /// The deadline of one call in ms (sent as `grpc-timeout`); the service's and the tool's
+    /// `timeout_ms` cap it. Default 30000.
+    #[serde(default = "default_grpc_deadline_ms")]
+    pub deadline_ms: u64,
+    /// How often the `grpc.health.v1` heartbeat runs, in ms. Default 5000.
+    #[serde(default = "default_grpc_heartbeat_ms")]
+    pub heartbeat_interval_ms: u64,
+    /// Reconnect attempts in a row, after the connection is lost, before the provider is
+    /// DISCONNECTED. Default 5.
+    #[serde(default = "default_grpc_max_retries")]
+    pub max_retries: u32,
+    /// The first wait between reconnect attempts in ms; it doubles each attempt up to 30 s.
+    /// Default 500.
+    #[serde(default = "default_grpc_backoff_ms")]
+    pub retry_backoff_ms: u64,
+    /// Labels of the provider (`version`, `environment`, …), shown in /health.
+    #[serde(
+        default,
+        deserialize_with = "text_map",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "optional_text")]
+    pub setup_hint: Option<String>,
+    /// Results checked against each tool's output schema (default strict).
+    #[serde(default)]
+    pub validate_output: OutputValidation,
+    #[serde(default)]
+    pub limits: ProviderLimits,
+    /// Prepended to the served name of each of its tools.
+    #[serde(default, deserialize_with = "optional_text")]
+    pub tool_prefix: Option<String>,
+    /// Which of its tools are served, renamed, re-described.
+    #[serde(default, skip_serializing_if = "Expose::is_empty")]
+    pub expose: Expose,
+}
+
+/// TLS settings of a gRPC provider.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTls {
+    /// PEM file of the CA that signed the provider's certificate (relative to the config
+    /// file's folder); absent: the system's roots.
+    #[serde(default, deserialize_with = "optional_text")]
+    pub ca_file: Option<String>,
+    /// The name to check the certificate against; default the host of `address`.
+    #[serde(default, deserialize_with = "optional_text")]
+    pub domain: Option<String>,
+}
+
+fn default_grpc_deadline_ms() -> u64 {
+    30_000
+}
+fn default_grpc_heartbeat_ms() -> u64 {
+    5_000
+}
+fn default_grpc_max_retries() -> u32 {
+    5
+}
+fn default_grpc_backoff_ms() -> u64 {
+    500
 }

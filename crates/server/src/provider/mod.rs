@@ -225,5 +225,9 @@ pub fn build(
             Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
+        ProviderConfig::Grpc(_) => Err(ProviderError::Config {
+            provider: config.name().to_string(),
+            message: "grpc providers are not supported by this build yet".into(),
+        }),
     }
 }
