@@ -97,6 +97,10 @@ impl BoltDependency {
             .max_connections(self.max_connections)
             .build()
             .map_err(|e| BoltError::Connection(e.to_string()))?;
+        // neo4rs retries a refused connection with backoff for up to a minute, so a database
+        // that is down would take the whole connect timeout to say so; one plain TCP connect
+        // first makes a refused port fail at once, with the system's reason.
+        self.probe().await?;
         let graph = tokio::time::timeout(self.connect_timeout, Graph::connect(config))
             .await
             .map_err(|_| {
@@ -110,6 +114,25 @@ impl BoltDependency {
         let graph = Arc::new(graph);
         *slot = Some(graph.clone());
         Ok(graph)
+    }
+
+    /// One TCP connect to the database's address, within the connect timeout.
+    async fn probe(&self) -> Result<(), BoltError> {
+        let (host, port) = bolt_address(&self.uri).map_err(BoltError::Connection)?;
+        match tokio::time::timeout(
+            self.connect_timeout,
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(BoltError::Connection(format!("{}: {e}", self.uri))),
+            Err(_) => Err(BoltError::Connection(format!(
+                "no connection to {} within {} ms",
+                self.uri,
+                self.connect_timeout.as_millis()
+            ))),
+        }
     }
 
     async fn forget_pool(&self) {
@@ -216,6 +239,19 @@ impl BoltDependency {
     }
 }
 
+/// The host and port a Bolt URI names (`bolt://`, `neo4j://` and their `+s`/`+ssc` forms;
+/// the port defaults to Bolt's 7687).
+fn bolt_address(uri: &str) -> Result<(String, u16), String> {
+    let url = url::Url::parse(uri).map_err(|e| format!("{uri}: not a URI ({e})"))?;
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_owned(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        None => return Err(format!("{uri}: no host")),
+    };
+    Ok((host, url.port().unwrap_or(7687)))
+}
+
 /// The database's own refusals (and values we cannot read) are query errors; everything
 /// else means the connection is not usable, and the pool is rebuilt on the next call.
 fn classify(error: neo4rs::Error) -> BoltError {
@@ -229,5 +265,51 @@ fn classify(error: neo4rs::Error) -> BoltError {
         | neo4rs::Error::BytesTooBig
         | neo4rs::Error::ListTooLong => BoltError::Query(error.to_string()),
         other => BoltError::Connection(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contract::DependencyState;
+
+    #[test]
+    fn bolt_address_reads_host_and_port_with_the_bolt_default() {
+        assert_eq!(
+            bolt_address("bolt://127.0.0.1:7688").unwrap(),
+            ("127.0.0.1".into(), 7688)
+        );
+        assert_eq!(
+            bolt_address("neo4j+s://db.example:7690").unwrap(),
+            ("db.example".into(), 7690)
+        );
+        assert_eq!(bolt_address("bolt://[::1]").unwrap(), ("::1".into(), 7687));
+        assert!(bolt_address("not a uri").is_err());
+    }
+
+    /// A refused port is a verdict (unavailable, with the system's reason), not a check that
+    /// waits out its timeout while neo4rs retries.
+    #[tokio::test]
+    async fn a_refused_port_is_unavailable_with_the_reason() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let config = BoltConfig {
+            uri: format!("bolt://127.0.0.1:{port}"),
+            user: None,
+            password_env: None,
+            max_connections: None,
+            // Far longer than any refused connect: only the probe can answer before it.
+            timeout: Some(Duration::from_secs(600)),
+        };
+        let db = BoltDependency::new("graph", &config).unwrap();
+        // neo4rs alone keeps retrying a refused port for tens of seconds; a refused connect
+        // is answered by the system at once. 5 s tells the two apart on any machine.
+        let status = tokio::time::timeout(Duration::from_secs(5), db.check())
+            .await
+            .expect("a refused port is answered without waiting out neo4rs' retries");
+        assert_eq!(status.status, DependencyState::Unavailable);
+        let error = status.error.unwrap();
+        assert!(error.contains("refused"), "{error}");
     }
 }

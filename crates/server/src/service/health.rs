@@ -27,6 +27,8 @@ use crate::sync::Unpoisoned;
 
 /// How long one dependency check may take; past it the dependency is `unknown`.
 const CHECK_BUDGET: Duration = Duration::from_secs(1);
+/// How soon a dependency whose last check was `unknown` is checked again.
+const UNKNOWN_RECHECK: Duration = Duration::from_secs(2);
 /// Calls ask for a check at most this often (see [`Service::after_call`]).
 const CALL_HINT_SPACING: Duration = Duration::from_secs(1);
 
@@ -44,6 +46,16 @@ pub(super) struct Checks {
     all_connected: AtomicBool,
     /// Calls say here that a check may be due (taken at most once a second).
     hinted: Notify,
+}
+
+impl Checks {
+    /// Whether some dependency's last check gave no verdict within its budget.
+    fn any_unknown(&self) -> bool {
+        self.results
+            .read_unpoisoned()
+            .values()
+            .any(|s| s.status == DependencyState::Unknown)
+    }
 }
 
 impl Default for Checks {
@@ -165,7 +177,12 @@ impl Service {
         let mut hints_from = tokio::time::Instant::now();
         loop {
             self.check_dependencies();
-            let every = self.settings().config.monitoring.health_check_interval;
+            let mut every = self.settings().config.monitoring.health_check_interval;
+            if self.checks.any_unknown() {
+                // A check that ran out of its budget is no verdict: ask again soon rather than
+                // leave /health saying `unknown` for a whole interval.
+                every = every.min(UNKNOWN_RECHECK);
+            }
             let hint = async {
                 tokio::time::sleep_until(hints_from).await;
                 self.checks.hinted.notified().await;
