@@ -12,7 +12,7 @@ shopt -u patsub_replacement 2>/dev/null || true
 here="$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd -P "$here/.." && pwd)"
 DEFAULT_SERVICES="ai-gateway code-graph-rag seekr docwell"
-DEFAULT_LABEL_PREFIX="com.mcp-http-gateway"
+DEFAULT_LABEL_PREFIX="com.bastion"
 UNIT_NAME="mcp-http-gateway@.service"
 UNIT_DEFAULT_PREFIX='%h/.local/share/mcp-http-gateway'
 # Where services-manager.sh's parts (launchd/lib/*.sh) go under the prefix; it looks there.

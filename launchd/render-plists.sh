@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Owns the LaunchAgent plists: renders launchd/service.plist.template into one
 # <label prefix>.<service>.plist per service, so that the plists cannot drift from each other.
-# launchd/install.sh calls it with the installation's paths; with --reference it renders the
-# committed example plists in launchd/ (for a user whose home is /Users/you), and --check says
-# whether those are up to date. Each service's grace period is read with the gateway binary
+# launchd/install.sh calls it with the installation's paths, so every plist carries the real
+# home folder of the user who installs (none is committed: a committed one could only hold a
+# placeholder home to edit by hand). Each service's grace period is read with the gateway binary
 # (config get; lib/config.sh). Runs on bash 3.2 (macOS) and later.
 set -euo pipefail
 # bash 5.2 would make "&" in ${var//pattern/replacement} stand for the match.
@@ -22,8 +22,7 @@ source "$here/lib/envfile.sh"
 source "$here/lib/config.sh"
 
 DEFAULT_SERVICES="ai-gateway code-graph-rag seekr docwell"
-DEFAULT_LABEL_PREFIX="com.mcp-http-gateway"
-REFERENCE_HOME="/Users/you"
+DEFAULT_LABEL_PREFIX="com.bastion"
 # Seconds launchd waits between two launches of a job: a crash loop restarts within this, but
 # does not spin.
 THROTTLE_SECONDS=3
@@ -34,7 +33,7 @@ Usage: launchd/render-plists.sh [OPTIONS]
 
 Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, one per service.
 
-  --out DIR            Where the plists go (default: launchd/ of this checkout).
+  --out DIR            Where the plists go (required; install.sh gives ~/Library/LaunchAgents).
   --prefix DIR         The installation: DIR/bin/mcp-http-gateway, DIR/config/<service>.yaml;
                        also the working directory (default ~/.local/share/mcp-http-gateway).
   --log-dir DIR        Logs: DIR/<service>.log, stdout and stderr (default
@@ -53,16 +52,12 @@ Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, 
                        as found on the current PATH, then ~/.local/bin, /opt/homebrew/bin,
                        /usr/local/bin, /usr/bin, /bin, /usr/sbin, /sbin.
   --home DIR           The home folder the defaults above are under (default \$HOME).
-  --reference          Render the committed examples: --home $REFERENCE_HOME, no PATH lookup,
-                       into launchd/.
-  --check              Render the committed examples into a temporary folder and compare them
-                       with launchd/*.plist; exit 1 and show the difference when they drifted.
   -h, --help           This text.
 EOF
 }
 
 out="" prefix="" log_dir="" label_prefix="$DEFAULT_LABEL_PREFIX" services="$DEFAULT_SERVICES"
-config_src="$repo/config" env_file="" path_value="" home="${HOME:-}" reference=0 check=0 binary=""
+config_src="$repo/config" env_file="" path_value="" home="${HOME:-}" binary=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -82,58 +77,24 @@ while [ $# -gt 0 ]; do
       esac
       shift
       ;;
-    --reference) reference=1 ;;
-    --check) check=1 ;;
     *) die_usage "unknown argument '$1'" ;;
   esac
   shift
 done
 
-if [ "$check" -eq 1 ]; then
-  scratch="$(mktemp -d "${TMPDIR:-/tmp}/render-plists.XXXXXX")"
-  trap 'rm -rf "$scratch"' EXIT
-  "$0" --reference --out "$scratch" ${binary:+--binary "$binary"} >/dev/null
-  drift=0
-  for f in "$scratch"/*.plist; do
-    committed="$here/$(basename "$f")"
-    if [ ! -f "$committed" ]; then
-      echo "render-plists: $committed is missing (run launchd/render-plists.sh --reference)" >&2
-      drift=1
-    elif ! diff -u "$committed" "$f" >&2; then
-      echo "render-plists: $committed drifted from the template (run launchd/render-plists.sh --reference)" >&2
-      drift=1
-    fi
-  done
-  for f in "$here"/*.plist; do
-    [ -e "$f" ] || continue
-    if [ ! -f "$scratch/$(basename "$f")" ]; then
-      echo "render-plists: $f is not rendered from the template any more; remove it" >&2
-      drift=1
-    fi
-  done
-  [ "$drift" -eq 0 ] && echo "render-plists: the committed plists match the template"
-  exit "$drift"
-fi
-
 [[ "$label_prefix" =~ ^[A-Za-z0-9][A-Za-z0-9.-]*$ ]] || die "label prefix '$label_prefix' may hold letters, digits, '.' and '-'"
 [ -n "$home" ] || die "no home folder: set HOME or give --home"
-if [ "$reference" -eq 1 ]; then
-  home="$REFERENCE_HOME"
-  out="${out:-$here}"
-fi
-out="${out:-$here}"
+[ -n "$out" ] || die_usage "give --out DIR (where the plists go)"
 prefix="${prefix:-$home/.local/share/mcp-http-gateway}"
 log_dir="${log_dir:-$home/Library/Logs/mcp-http-gateway}"
 
 # PATH: where the MCP servers' runtimes are, then the usual places.
 if [ -z "$path_value" ]; then
   dirs=()
-  if [ "$reference" -eq 0 ]; then
-    for tool in node npx uv uvx python3; do
-      found="$(command -v "$tool" 2>/dev/null || true)"
-      case "$found" in /*) dirs+=("$(dirname "$found")") ;; esac
-    done
-  fi
+  for tool in node npx uv uvx python3; do
+    found="$(command -v "$tool" 2>/dev/null || true)"
+    case "$found" in /*) dirs+=("$(dirname "$found")") ;; esac
+  done
   dirs+=("$home/.local/bin" /opt/homebrew/bin /usr/local/bin /usr/bin /bin /usr/sbin /sbin)
   for d in "${dirs[@]}"; do
     case ":$path_value:" in *":$d:"*) ;; *) path_value="${path_value:+$path_value:}$d" ;; esac

@@ -99,7 +99,7 @@ Options:
   --mode MODE         launchd or process (MCP_GATEWAY_MODE; default launchd where launchctl
                       exists, else process).
   --label-prefix P    launchd mode: job labels are P.<service> (MCP_GATEWAY_LABEL_PREFIX; default
-                      the one install.sh recorded, else com.mcp-http-gateway).
+                      the one install.sh recorded, else com.bastion).
   --color WHEN        auto, always or never (default auto: only on a terminal, never with
                       NO_COLOR set).
   -h, --help          This text.
@@ -205,7 +205,7 @@ registry="${opt_registry:-$config_dir/services.yaml}"
 
 state_dir="${opt_state_dir:-${XDG_STATE_HOME:-$HOME/.local/state}/mcp-http-gateway}"
 label_prefix="${opt_label_prefix:-$(env_value "$install_env" LABEL_PREFIX)}"
-label_prefix="${label_prefix:-com.mcp-http-gateway}"
+label_prefix="${label_prefix:-com.bastion}"
 if [ "$mode" = launchd ]; then
   log_dir="${MCP_GATEWAY_LOG_DIR:-$(env_value "$install_env" LOG_DIR)}"
   log_dir="${log_dir:-$HOME/Library/Logs/mcp-http-gateway}"

@@ -78,8 +78,8 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   [[ "$output" == *"would install: $PREFIX/config/services.yaml"* ]]
   for s in ai-gateway code-graph-rag seekr docwell; do
     [[ "$output" == *"would install: $PREFIX/config/$s.yaml (mode 644) from $REPO/config/$s.yaml"* ]]
-    [[ "$output" == *"would install: $AGENTS/com.mcp-http-gateway.$s.plist (mode 600)"* ]]
-    [[ "$output" == *"would run: launchctl bootstrap gui/$UID_NOW $AGENTS/com.mcp-http-gateway.$s.plist"* ]]
+    [[ "$output" == *"would install: $AGENTS/com.bastion.$s.plist (mode 600)"* ]]
+    [[ "$output" == *"would run: launchctl bootstrap gui/$UID_NOW $AGENTS/com.bastion.$s.plist"* ]]
   done
   [[ "$output" == *"would run: mkdir -p $HOME/Library/Logs/mcp-http-gateway"* ]]
   [[ "$output" == *"dry run: nothing was changed"* ]]
@@ -101,8 +101,8 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   for s in ai-gateway code-graph-rag seekr docwell; do
     cmp "$REPO/config/$s.yaml" "$PREFIX/config/$s.yaml"
     python3 -c 'import plistlib, sys; p = plistlib.load(open(sys.argv[1], "rb")); assert p["ProgramArguments"][-1] == sys.argv[2], p' \
-      "$AGENTS/com.mcp-http-gateway.$s.plist" "$PREFIX/config/$s.yaml"
-    [ -f "$FAKE_LAUNCHCTL_STATE/loaded/com.mcp-http-gateway.$s" ]
+      "$AGENTS/com.bastion.$s.plist" "$PREFIX/config/$s.yaml"
+    [ -f "$FAKE_LAUNCHCTL_STATE/loaded/com.bastion.$s" ]
   done
   # The registry: the four enabled, the demo disabled.
   grep -q 'name: everything, .*enabled: false' "$PREFIX/config/services.yaml"
@@ -141,8 +141,8 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   echo "$output"
   [ "$status" -eq 0 ]
   for s in ai-gateway code-graph-rag seekr docwell; do
-    [[ "$output" == *"would run: launchctl bootout gui/$UID_NOW/com.mcp-http-gateway.$s"* ]]
-    [[ "$output" == *"would run: rm -f $AGENTS/com.mcp-http-gateway.$s.plist"* ]]
+    [[ "$output" == *"would run: launchctl bootout gui/$UID_NOW/com.bastion.$s"* ]]
+    [[ "$output" == *"would run: rm -f $AGENTS/com.bastion.$s.plist"* ]]
   done
   [[ "$output" == *"would run: rm -f $PREFIX/bin/mcp-http-gateway"* ]]
   [ "$(snapshot)" = "$installed" ]
@@ -154,7 +154,7 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   echo "$output"
   [ "$status" -eq 0 ]
   [ -z "$(ls "$FAKE_LAUNCHCTL_STATE/loaded")" ]
-  [ ! -e "$AGENTS/com.mcp-http-gateway.seekr.plist" ]
+  [ ! -e "$AGENTS/com.bastion.seekr.plist" ]
   [ ! -e "$PREFIX/bin/mcp-http-gateway" ]
   grep -q 'level: debug' "$PREFIX/config/seekr.yaml"
   [ -f "$HOME/Library/Logs/mcp-http-gateway/seekr.log" ]

@@ -31,7 +31,7 @@ teardown_file() {
   kill_matching "$BATS_FILE_TMPDIR"
 }
 
-job_pid() { launchctl print "gui/$(id -u)/com.mcp-http-gateway.$1" | sed -n 's/^\tpid = //p'; }
+job_pid() { launchctl print "gui/$(id -u)/com.bastion.$1" | sed -n 's/^\tpid = //p'; }
 
 @test "launchd mode: start bootstraps each plist and waits for /health" {
   timed_run "$MANAGER" start
@@ -40,8 +40,8 @@ job_pid() { launchctl print "gui/$(id -u)/com.mcp-http-gateway.$1" | sed -n 's/^
   [ "$elapsed" -lt 10000 ]
   [[ "$output" == *"all 5 up in"* ]]
   for s in $SERVICES; do
-    [[ "$output" == *"$s: loaded com.mcp-http-gateway.$s"* ]]
-    grep -qx "bootstrap gui/$(id -u) $HOME/Library/LaunchAgents/com.mcp-http-gateway.$s.plist" "$FAKE_LAUNCHCTL_STATE/calls"
+    [[ "$output" == *"$s: loaded com.bastion.$s"* ]]
+    grep -qx "bootstrap gui/$(id -u) $HOME/Library/LaunchAgents/com.bastion.$s.plist" "$FAKE_LAUNCHCTL_STATE/calls"
     # The job runs what the plist says.
     tr '\0' ' ' <"/proc/$(job_pid "$s")/cmdline" | grep -qx "$PREFIX/bin/mcp-http-gateway serve --config $PREFIX/config/$s.yaml "
     [ "$(readlink "/proc/$(job_pid "$s")/cwd")" = "$PREFIX" ]
@@ -86,7 +86,7 @@ job_pid() { launchctl print "gui/$(id -u)/com.mcp-http-gateway.$1" | sed -n 's/^
   [ "$status" -eq 0 ]
   [ "$elapsed" -lt 5000 ]
   for s in $SERVICES; do
-    grep -qx "bootout gui/$(id -u)/com.mcp-http-gateway.$s" "$FAKE_LAUNCHCTL_STATE/calls"
+    grep -qx "bootout gui/$(id -u)/com.bastion.$s" "$FAKE_LAUNCHCTL_STATE/calls"
   done
   [ -z "$(ls -A "$FAKE_LAUNCHCTL_STATE/loaded")" ]
   [ -z "$(live_pids_matching "$PREFIX/config")" ]

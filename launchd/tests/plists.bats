@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# Owns the tests of the LaunchAgent plists: the committed launchd/*.plist are exactly what
-# render-plists.sh makes of the template (no drift), and each one, parsed with Python's
-# plistlib, has the keys launchd needs to run, restart and log a service. Also an
-# installation-time render: label prefix, escaping of odd values, PATH with node's and
-# python's folders.
+# Owns the tests of the LaunchAgent plists: none is committed (each is rendered at install time
+# with the user's real paths), and each one render-plists.sh makes, parsed with Python's
+# plistlib, has the keys launchd needs to run, restart and log a service, under the default
+# label prefix com.bastion. Also an installation-time render: label prefix, escaping of odd
+# values, PATH with node's and python's folders.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -66,28 +66,25 @@ print(f"checked {len(sys.argv) - 1} plists")
 EOF
 }
 
-@test "the committed plists are exactly a fresh render of the template (no drift)" {
-  run "$RENDER" --check
-  echo "$output"
-  [ "$status" -eq 0 ]
-  # And the check does catch a drift.
-  cp -R "$REPO/launchd" "$BATS_TEST_TMPDIR/launchd"
-  sed -i 's|<string>Interactive</string>|<string>Background</string>|' "$BATS_TEST_TMPDIR/launchd/com.mcp-http-gateway.seekr.plist"
-  mkdir -p "$BATS_TEST_TMPDIR/config"
-  cp "$REPO"/config/*.yaml "$BATS_TEST_TMPDIR/config/"
-  run "$BATS_TEST_TMPDIR/launchd/render-plists.sh" --check
+@test "no plist is committed: none could hold a user's real home folder" {
+  local committed=("$REPO"/launchd/*.plist)
+  [ ! -e "${committed[0]}" ]
+  run grep -rl --exclude-dir=tests '/Users/you' "$REPO/launchd"
   [ "$status" -eq 1 ]
-  [[ "$output" == *"com.mcp-http-gateway.seekr.plist drifted"* ]]
 }
 
-@test "one committed plist per service, each with the keys launchd needs" {
+@test "a default render: one com.bastion.<service>.plist per service, each with the keys launchd needs" {
+  local out="$BATS_TEST_TMPDIR/agents" home="$BATS_TEST_TMPDIR/home"
+  run "$RENDER" --out "$out" --home "$home"
+  echo "$output"
+  [ "$status" -eq 0 ]
   local files=()
-  for s in $SERVICES; do files+=("$REPO/launchd/com.mcp-http-gateway.$s.plist"); done
-  local all=("$REPO"/launchd/*.plist)
+  for s in $SERVICES; do files+=("$out/com.bastion.$s.plist"); done
+  local all=("$out"/*.plist)
   [ "${#all[@]}" -eq 4 ]
-  CHECK_PREFIX=/Users/you/.local/share/mcp-http-gateway \
-    CHECK_LOGS=/Users/you/Library/Logs/mcp-http-gateway CHECK_LABEL_PREFIX=com.mcp-http-gateway \
-    CHECK_CONFIG_SRC="$REPO/config" CHECK_PATH_DIRS=/opt/homebrew/bin:/usr/local/bin:/usr/bin:/Users/you/.local/bin \
+  CHECK_PREFIX="$home/.local/share/mcp-http-gateway" \
+    CHECK_LOGS="$home/Library/Logs/mcp-http-gateway" CHECK_LABEL_PREFIX=com.bastion \
+    CHECK_CONFIG_SRC="$REPO/config" CHECK_PATH_DIRS="/opt/homebrew/bin:/usr/local/bin:/usr/bin:$home/.local/bin" \
     run check_plists "${files[@]}"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -95,11 +92,13 @@ EOF
 }
 
 @test "the checker refuses a plist that lacks KeepAlive" {
-  sed '/<key>KeepAlive<\/key>/,+1d' "$REPO/launchd/com.mcp-http-gateway.seekr.plist" >"$BATS_TEST_TMPDIR/com.mcp-http-gateway.seekr.plist"
-  CHECK_PREFIX=/Users/you/.local/share/mcp-http-gateway \
-    CHECK_LOGS=/Users/you/Library/Logs/mcp-http-gateway CHECK_LABEL_PREFIX=com.mcp-http-gateway \
+  local out="$BATS_TEST_TMPDIR/agents" home="$BATS_TEST_TMPDIR/home"
+  "$RENDER" --out "$out" --home "$home" --services seekr
+  sed '/<key>KeepAlive<\/key>/,+1d' "$out/com.bastion.seekr.plist" >"$BATS_TEST_TMPDIR/com.bastion.seekr.plist"
+  CHECK_PREFIX="$home/.local/share/mcp-http-gateway" \
+    CHECK_LOGS="$home/Library/Logs/mcp-http-gateway" CHECK_LABEL_PREFIX=com.bastion \
     CHECK_CONFIG_SRC="$REPO/config" CHECK_PATH_DIRS='' \
-    run check_plists "$BATS_TEST_TMPDIR/com.mcp-http-gateway.seekr.plist"
+    run check_plists "$BATS_TEST_TMPDIR/com.bastion.seekr.plist"
   [ "$status" -eq 1 ]
   [[ "$output" == *"KeepAlive is not true"* ]]
 }
@@ -136,4 +135,7 @@ EOF
   [[ "$output" == *"not a KEY=VALUE line"* ]]
   run "$RENDER" --bogus
   [ "$status" -eq 2 ]
+  run "$RENDER" --home "$BATS_TEST_TMPDIR"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"give --out DIR"* ]]
 }
