@@ -94,6 +94,14 @@ async fn every_shipped_service_starts_from_the_folder() {
                 "{name}: the health entry says what to start: {errors:?}"
             );
         }
+        if name == "ai-gateway" {
+            // Exactly what to run: the no-configuration path (a local Ollama) and the other.
+            let said = health.body.to_string();
+            assert!(
+                said.contains("`ollama serve`") && said.contains("AI_GATEWAY_BASE_URL"),
+                "{said}"
+            );
+        }
     }
     gw.signal(libc::SIGTERM);
     assert_eq!(gw.wait_exit(Duration::from_secs(30)).await.code(), Some(0));
