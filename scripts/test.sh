@@ -13,8 +13,9 @@ scripts/install-fuzz-tools.sh
 # The conformance tester's JUnit/JSON reports for each default service land here.
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 cargo test --workspace --locked -- "$@"
-# The deployment scripts (launchd/, deploy/systemd/): bats tests against the binary cargo test built.
-MCP_GATEWAY_BIN="$PWD/target/debug/mcp-http-gateway" bats launchd/tests
+# The deployment scripts (launchd/, deploy/systemd/) and run.sh's summary: bats tests against the
+# binary cargo test built.
+MCP_GATEWAY_BIN="$PWD/target/debug/mcp-http-gateway" bats launchd/tests scripts/tests
 # The short load test (5 s per phase, 100 clients; about 1.5 minutes) with the debug binaries just
 # built, against each shipped service that is healthy here (the others are reported "not run"),
 # then the overload test: no failed or lost request, open-loop p95 within the service's debug
