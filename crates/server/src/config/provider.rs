@@ -111,6 +111,16 @@ impl ProviderConfig {
         }
     }
 
+    /// Whether the names this provider gives its tools are served in their identifier form
+    /// ([`super::naming::to_identifier`]: `echo.v1` → `echo_v1`). Always for a gRPC provider,
+    /// whose contract names tools with versions (`echo.v1`) and whose served names have no
+    /// clients to keep; for the other kinds as `service.identifier_names` says (names bridged
+    /// from MCP servers and OpenAPI documents are kept by default, for the clients that already
+    /// call them; declared cypher and http names are identifiers already).
+    pub fn maps_names(&self, identifier_names: bool) -> bool {
+        matches!(self, ProviderConfig::Grpc(_)) || identifier_names
+    }
+
     /// The entry without what the service applies around a running provider: `limits` (read
     /// at admission), `expose` and `tool_prefix` (applied when the tool list is built). What
     /// is left is what the running provider is, so changing the others does not restart it.
