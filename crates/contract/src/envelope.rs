@@ -94,7 +94,8 @@ pub struct Meta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0)]
     pub execution_time_ms: Option<u64>,
-    /// The tool the request called, when it named one.
+    /// The tool the request called, when it named one: its served name, also when the request
+    /// named it by its qualified name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// On INVALID_ARGUMENTS: every failing instance, by JSON pointer.

@@ -20,7 +20,7 @@ pub use health::{
     ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
     ToolFailure, ToolHealth, ToolStatus,
 };
-pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
+pub use tool::{QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, qualified_name};
 pub use validation::ArgumentValidator;
 
 /// The header that carries the request id in both directions.

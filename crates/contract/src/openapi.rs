@@ -503,6 +503,7 @@ fn success_example(op: &Operation) -> Value {
                     title: None,
                     output_schema: None,
                     name: "echo".into(),
+                    qualified_name: Some("everything.echo".into()),
                     description: "Echoes back the input".into(),
                     input_schema: json!({
                         "type": "object",

@@ -1,8 +1,22 @@
-//! The bodies that describe tools and ask for one to run.
+//! The bodies that describe tools and ask for one to run, and the qualified name every tool
+//! carries (`{provider}.{name}`) with the MCP `_meta` key it travels under.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+
+/// The `_meta` key of an MCP `tools/list` entry (and of resources and prompts) holding its
+/// qualified name. MCP reserves unprefixed and `*.modelcontextprotocol.*`/`*.mcp.*` names, and
+/// from 2025-11-25 asks for reverse-DNS prefixes: this one is derived from the project's home,
+/// github.com/mcp-http-gateway (`io.github.<owner>`, as GitHub Pages ownership establishes).
+pub const QUALIFIED_NAME_META_KEY: &str = "io.github.mcp-http-gateway/qualified_name";
+
+/// A tool's (or resource's, prompt's) qualified name: `{provider}.{name}`, the provider's
+/// configured name and the name the provider gives it. Provider names have no `.`, so the
+/// first `.` separates the two.
+pub fn qualified_name(provider: &str, name: &str) -> String {
+    format!("{provider}.{name}")
+}
 
 /// A tool as clients see it. `input_schema` is a JSON Schema with `type: object`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -11,6 +25,13 @@ pub struct ToolSchema {
     /// server's own name is kept as it is (e.g. `get-sum`; see the configuration's
     /// `identifier_names`).
     pub name: String,
+    /// `{provider}.{name}`: the provider's configured name and the tool's name as its provider
+    /// gives it (before any mapping, `expose.rename` or prefix), e.g. `hello-rs.echo.v1`. Unique
+    /// within the service and stable whatever the served `name` becomes; POST /call-tool takes
+    /// it as well as `name`. Always present in GET /tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = true)]
+    pub qualified_name: Option<String>,
     /// A human-friendly name (MCP `title`), when the provider gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -46,7 +67,7 @@ pub struct ToolsResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRequest {
-    /// The tool to run.
+    /// The tool to run: its served `name` or its `qualified_name`.
     pub tool: String,
     /// The tool's arguments; an absent value means `{}`.
     #[serde(default)]

@@ -35,6 +35,9 @@ pub fn check_config(paths: &[PathBuf]) -> ExitCode {
                     for warning in &c.warnings {
                         eprintln!("warning: {warning}");
                     }
+                    for notice in &c.notices {
+                        eprintln!("note: {notice}");
+                    }
                     for warning in c.secret_warnings() {
                         eprintln!("{}: warning: {warning}", c.source);
                     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_saphyr::Spanned;
 
 use super::naming::{IDENTIFIER_RULE, check_tool_prefix, is_identifier};
-use super::{ProviderConfig, ServiceConfig};
+use super::providers_file::{self, FileProviders};
+use super::{ProviderConfig, ServiceConfig, check_grpc_address};
 
 /// A configuration that could not be used, rendered as `file:line:column: what is wrong`.
 #[derive(Debug, thiserror::Error)]
@@ -50,30 +51,85 @@ impl ServiceConfig {
             serde_saphyr::from_str_with_options(text, options).map_err(|e| located(shown, &e))?;
         config.base_dir = base_dir;
         config.source = shown.to_owned();
+        config.read_providers_file()?;
         config.settle_hosts()?;
         config.validate()?;
         Ok(config)
     }
 
-    /// The rules that span entries: unique provider names, dependencies that exist and are of
-    /// the kind the provider needs, tools that are declared once and take an object.
+    /// Appends the enabled entries of `providers_file` to `providers` (the disabled ones are
+    /// kept aside, to be checked all the same).
+    fn read_providers_file(&mut self) -> Result<(), ConfigError> {
+        let Some(file) = &self.providers_file else {
+            return Ok(());
+        };
+        let source = self.source.clone();
+        let (shown, enabled, disabled) = providers_file::read(
+            file,
+            &self.base_dir,
+            |message| located_at(&source, file, message),
+            &mut self.notices,
+        )?;
+        self.from_file = Some(FileProviders {
+            shown,
+            first: self.providers.len(),
+            disabled,
+        });
+        self.providers.extend(enabled);
+        Ok(())
+    }
+
+    /// Every provider entry, enabled or not, with the file it is written in: the inline ones,
+    /// then those of `providers_file` in the order that file has them.
+    fn located_providers(&self) -> Vec<(&str, &Spanned<ProviderConfig>)> {
+        let Some(file) = &self.from_file else {
+            return self
+                .providers
+                .iter()
+                .map(|p| (self.source.as_str(), p))
+                .collect();
+        };
+        let (inline, listed) = self
+            .providers
+            .split_at(file.first.min(self.providers.len()));
+        let mut from_file: Vec<&Spanned<ProviderConfig>> =
+            listed.iter().chain(&file.disabled).collect();
+        from_file.sort_by_key(|p| (p.referenced.line(), p.referenced.column()));
+        inline
+            .iter()
+            .map(|p| (self.source.as_str(), p))
+            .chain(from_file.into_iter().map(|p| (file.shown.as_str(), p)))
+            .collect()
+    }
+
+    /// The rules that span entries: unique provider names (across `providers` and
+    /// `providers_file`), dependencies that exist and are of the kind the provider needs, tools
+    /// that are declared once and take an object.
     fn validate(&self) -> Result<(), ConfigError> {
         self.validate_security()?;
-        let mut seen: Vec<&Spanned<ProviderConfig>> = Vec::new();
-        for provider in &self.providers {
+        let mut seen: Vec<(&str, &Spanned<ProviderConfig>)> = Vec::new();
+        for (source, provider) in self.located_providers() {
             let name = provider.value.name();
-            if let Some(first) = seen.iter().find(|p| p.value.name() == name) {
-                return Err(self.at(
-                    provider,
+            if let Some((first_source, first)) = seen.iter().find(|(_, p)| p.value.name() == name) {
+                let first_at = if *first_source == source {
+                    format!("line {}", first.referenced.line())
+                } else {
                     format!(
-                        "provider name '{name}' is used twice (first at line {})",
-                        first.referenced.line()
-                    ),
+                        "{first_source}:{}:{}",
+                        first.referenced.line(),
+                        first.referenced.column()
+                    )
+                };
+                return Err(located_at(
+                    source,
+                    provider,
+                    format!("provider name '{name}' is used twice (first at {first_at})"),
                 ));
             }
-            seen.push(provider);
-            self.validate_entry(&provider.value)
-                .map_err(|message| self.at(provider, format!("provider '{name}': {message}")))?;
+            seen.push((source, provider));
+            self.validate_entry(&provider.value).map_err(|message| {
+                located_at(source, provider, format!("provider '{name}': {message}"))
+            })?;
         }
         Ok(())
     }
@@ -128,7 +184,8 @@ impl ServiceConfig {
         }
         provider.expose().check()?;
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
-            ProviderConfig::Mcp(_) | ProviderConfig::Grpc(_) => return Ok(()),
+            ProviderConfig::Mcp(_) => return Ok(()),
+            ProviderConfig::Grpc(p) => return check_grpc_address(&p.address),
             ProviderConfig::Cypher(p) => (
                 "bolt",
                 p.tools
@@ -201,13 +258,18 @@ impl ServiceConfig {
     }
 
     pub(super) fn at<T>(&self, spanned: &Spanned<T>, message: String) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.source.clone(),
-            line: spanned.referenced.line(),
-            column: spanned.referenced.column(),
-            message,
-            snippet: String::new(),
-        }
+        located_at(&self.source, spanned, message)
+    }
+}
+
+/// `message` at the position of `spanned` in the file `source`.
+fn located_at<T>(source: &str, spanned: &Spanned<T>, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        path: source.to_owned(),
+        line: spanned.referenced.line(),
+        column: spanned.referenced.column(),
+        message,
+        snippet: String::new(),
     }
 }
 
@@ -231,7 +293,7 @@ fn check_http_tool(tool: &super::HttpTool) -> Result<(), String> {
 }
 
 /// Turns a parser error into `file:line:column: message` plus the parser's snippet.
-fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
+pub(super) fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
     let rendered = error.to_string();
     let mut lines = rendered.lines();
     let first = lines.next().unwrap_or_default();
@@ -275,6 +337,8 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ServiceConfig>, ConfigError> {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml") && is_service_file(p))
         .collect();
     files.sort();
+    let referenced = providers_files(&files);
+    files.retain(|f| !referenced.iter().any(|r| same_file(r, f)));
     if files.is_empty() {
         return Err(ConfigError::Whole {
             path: shown,
@@ -292,6 +356,32 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ServiceConfig>, ConfigError> {
 /// `services.yaml` is the registry of services (for the wrapper generator), not a service.
 fn is_service_file(path: &Path) -> bool {
     path.file_stem().is_some_and(|s| s != "services")
+}
+
+/// The files the service files of a folder name as their `providers_file`: lists of
+/// providers, not services. Read leniently (only that key); a file that cannot be read here
+/// is reported when it is loaded.
+fn providers_files(files: &[PathBuf]) -> Vec<PathBuf> {
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        providers_file: Option<String>,
+    }
+    files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            let reference: Reference = serde_saphyr::from_str(&text).ok()?;
+            let dir = f.parent().unwrap_or(Path::new(""));
+            Some(dir.join(reference.providers_file?))
+        })
+        .collect()
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Services run in one process must differ in name and in address.
@@ -554,6 +644,135 @@ mod tests {
         assert_eq!(c.providers[0].value.expose().include, ["get-*"]);
         let e = parse("service: { name: docs, port: 8000, on_name_clash: rename }\n").unwrap_err();
         assert!(e.contains("rename"), "{e}");
+    }
+
+    /// A folder with a service file `svc.yaml` (`service` then `extra`) and `providers.yaml`.
+    fn with_providers_file(extra: &str, providers: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("svc.yaml");
+        std::fs::write(
+            &file,
+            format!("service: {{ name: docs, port: 8000 }}\n{extra}"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("providers.yaml"), providers).unwrap();
+        (dir, file)
+    }
+
+    fn load(file: &Path) -> Result<ServiceConfig, String> {
+        ServiceConfig::load(file).map_err(|e| e.to_string())
+    }
+
+    const SEED: &str = "providers:\n  - name: hello-go\n    type: grpc\n    address: localhost:50051\n    enabled: false\n    metadata: { version: 1.0.0, environment: development }\n  - name: hello-rs\n    type: grpc\n    address: localhost:50052\n    enabled: true\n    metadata: { version: 1.0.0, environment: development }\n";
+
+    #[test]
+    fn providers_file_entries_follow_the_inline_ones() {
+        let inline =
+            "providers:\n  - { name: ev, kind: mcp, command: x }\nproviders_file: providers.yaml\n";
+        let (dir, file) = with_providers_file(inline, SEED);
+        let c = load(&file).unwrap();
+        let names: Vec<&str> = c.provider_entries().map(|p| p.name().as_str()).collect();
+        assert_eq!(names, ["ev", "hello-rs"], "hello-go is disabled");
+        assert_eq!(c.providers[1].value.kind(), "grpc");
+        let shown = dir.path().join("providers.yaml").display().to_string();
+        assert_eq!(
+            c.notices,
+            [format!(
+                "{shown}:2:5: provider 'hello-go' has enabled: false; it is not started"
+            )]
+        );
+        let from = c.from_file.as_ref().unwrap();
+        assert_eq!((from.first, from.shown.as_str()), (1, shown.as_str()));
+        // Relative to the config file, not to the working directory; config get sees the key.
+        assert_eq!(
+            crate::config::query::get(&c, "providers_file").unwrap(),
+            "providers.yaml"
+        );
+    }
+
+    #[test]
+    fn providers_file_errors_point_into_the_file_that_has_them() {
+        let key = "providers_file: providers.yaml\n";
+        let shown =
+            |dir: &tempfile::TempDir| dir.path().join("providers.yaml").display().to_string();
+        // An unknown type, where it is written.
+        let (dir, file) = with_providers_file(
+            key,
+            "providers:\n  - name: a\n    type: grpc\n    address: h:1\n  - name: b\n    type: rest\n    address: h:2\n",
+        );
+        let e = load(&file).unwrap_err();
+        assert!(e.starts_with(&format!("{}:6:11: ", shown(&dir))), "{e}");
+        assert!(e.contains("unknown provider type 'rest'"), "{e}");
+        // An address that is not host:port, at its entry in providers.yaml (disabled or not).
+        for enabled in ["true", "false"] {
+            let (dir, file) = with_providers_file(
+                key,
+                &format!(
+                    "providers:\n  - {{ name: a, type: grpc, address: \"h:1\" }}\n  - {{ name: b, type: grpc, address: \"http://h:2\", enabled: {enabled} }}\n"
+                ),
+            );
+            let e = load(&file).unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "{}:3:5: provider 'b': address 'http://h:2' must be host:port",
+                    shown(&dir)
+                )),
+                "{e}"
+            );
+        }
+        // A name used inline and in the file: at the second, naming the first's position.
+        let (dir, file) = with_providers_file(
+            &format!("providers:\n  - {{ name: hello-rs, kind: mcp, command: x }}\n{key}"),
+            SEED,
+        );
+        let e = load(&file).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}:7:5: provider name 'hello-rs' is used twice (first at {}:3:5)",
+                shown(&dir),
+                file.display()
+            )
+        );
+        // Twice in the file, a disabled one included.
+        let (dir, file) = with_providers_file(
+            key,
+            "providers:\n  - { name: a, type: grpc, address: \"h:1\", enabled: false }\n  - { name: a, type: grpc, address: \"h:2\" }\n",
+        );
+        let e = load(&file).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{}:", shown(&dir)))
+                && e.contains("'a' is used twice (first at line 2)"),
+            "{e}"
+        );
+        // A file that is not there: at the key of the service config.
+        let (_dir, file) = with_providers_file("providers_file: missing.yaml\n", SEED);
+        let e = load(&file).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "{}:2:17: providers_file 'missing.yaml': cannot read",
+                file.display()
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_inline_grpc_address_follows_the_same_rule() {
+        let e = parse("service: { name: docs, port: 8000 }\nproviders:\n  - { name: g, kind: grpc, address: localhost }\n").unwrap_err();
+        assert_eq!(
+            e,
+            "t.yaml:3:5: provider 'g': address 'localhost' must be host:port (e.g. 127.0.0.1:50051 or [::1]:50051): no port"
+        );
+        assert!(parse("service: { name: docs, port: 8000 }\nproviders:\n  - { name: g, kind: grpc, address: \"[::1]:50051\" }\n").is_ok());
+    }
+
+    #[test]
+    fn a_folder_skips_the_providers_file_its_services_name() {
+        let (dir, _) = with_providers_file("providers_file: providers.yaml\n", SEED);
+        let configs = load_dir(dir.path()).unwrap();
+        assert_eq!(configs.len(), 1);
+        assert_eq!(configs[0].service.name.as_str(), "docs");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod limits;
 mod load;
 mod naming;
 mod provider;
+mod providers_file;
 pub mod query;
 mod types;
 
@@ -41,7 +42,9 @@ pub use self::naming::{
 pub use self::provider::{
     CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
     McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
+    check_grpc_address,
 };
+pub use self::providers_file::FileProviders;
 pub use self::types::{Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
 
@@ -63,8 +66,18 @@ pub struct ServiceConfig {
     /// Databases and HTTP APIs that `cypher` and `http` providers use, by name.
     #[serde(default)]
     pub dependencies: BTreeMap<String, Spanned<DependencyConfig>>,
+    /// The inline entries, then the enabled entries of `providers_file` (see `from_file`).
     #[serde(default)]
     pub providers: Vec<Spanned<ProviderConfig>>,
+    /// A file of gRPC providers in the seed's `providers.yaml` form (`providers: [{name, type:
+    /// grpc, address, enabled, metadata}]`), relative to this file's folder; read with it (at
+    /// start, by `check-config`, and again on every reload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers_file: Option<Spanned<String>>,
+    /// What was read from `providers_file`: where its entries begin in `providers`, the file's
+    /// name for messages, and its disabled entries.
+    #[serde(skip)]
+    pub from_file: Option<FileProviders>,
     /// The folder of the file, against which relative paths in it are resolved.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -75,6 +88,11 @@ pub struct ServiceConfig {
     /// `file:line:column: message`; logged when the service starts, printed by `check-config`.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// What loading did that is worth saying but not a warning (an entry of `providers_file`
+    /// left out for `enabled: false`), as `file:line:column: message`; logged at info when the
+    /// configuration is applied, printed by `check-config`.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

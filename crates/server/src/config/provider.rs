@@ -111,6 +111,16 @@ impl ProviderConfig {
         }
     }
 
+    /// Whether the names this provider gives its tools are served in their identifier form
+    /// ([`super::naming::to_identifier`]: `echo.v1` → `echo_v1`). Always for a gRPC provider,
+    /// whose contract names tools with versions (`echo.v1`) and whose served names have no
+    /// clients to keep; for the other kinds as `service.identifier_names` says (names bridged
+    /// from MCP servers and OpenAPI documents are kept by default, for the clients that already
+    /// call them; declared cypher and http names are identifiers already).
+    pub fn maps_names(&self, identifier_names: bool) -> bool {
+        matches!(self, ProviderConfig::Grpc(_)) || identifier_names
+    }
+
     /// The entry without what the service applies around a running provider: `limits` (read
     /// at admission), `expose` and `tool_prefix` (applied when the tool list is built). What
     /// is left is what the running provider is, so changing the others does not restart it.
@@ -555,6 +565,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn grpc_addresses_are_host_and_port() {
+        for ok in [
+            "localhost:50051",
+            "127.0.0.1:1",
+            "[::1]:50052",
+            "hello-rs.internal:65535",
+            "${HELLO_ADDR}",
+            "${HOST}:50051",
+        ] {
+            assert_eq!(check_grpc_address(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("localhost", "no port"),
+            ("http://localhost:50051", "no scheme"),
+            ("localhost:0", "'0' is not a port"),
+            ("localhost:65536", "'65536' is not a port"),
+            ("localhost:+5", "'+5' is not a port"),
+            (":50051", "'' is not a host"),
+            ("::1:50051", "in brackets"),
+            ("[::g]:50051", "not a bracketed IPv6"),
+            ("a b:1", "'a b' is not a host"),
+            ("a..b:1", "'a..b' is not a host"),
+        ] {
+            let e = check_grpc_address(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(
+                e.starts_with(&format!("address '{bad}' must be host:port")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn sse_urls_by_path() {
         assert!(is_sse_url("http://h:1/sse"));
         assert!(is_sse_url("http://h:1/x/sse/?token=1"));
@@ -663,6 +706,79 @@ pub struct GrpcTls {
     /// The name to check the certificate against; default the host of `address`.
     #[serde(default, deserialize_with = "optional_text")]
     pub domain: Option<String>,
+}
+
+impl GrpcProviderConfig {
+    /// An entry of the seed's `providers.yaml` (name, address, metadata), every other field at
+    /// its default.
+    pub fn from_seed(
+        name: ProviderName,
+        address: String,
+        metadata: BTreeMap<String, String>,
+    ) -> GrpcProviderConfig {
+        GrpcProviderConfig {
+            name,
+            address,
+            tls: None,
+            deadline_ms: default_grpc_deadline_ms(),
+            heartbeat_interval_ms: default_grpc_heartbeat_ms(),
+            max_retries: default_grpc_max_retries(),
+            retry_backoff_ms: default_grpc_backoff_ms(),
+            metadata,
+            setup_hint: None,
+            validate_output: OutputValidation::default(),
+            limits: ProviderLimits::default(),
+            tool_prefix: None,
+            expose: Expose::default(),
+        }
+    }
+}
+
+/// The rule of a gRPC provider's `address`, inline or from `providers_file`: `host:port`, the
+/// host a name, an IPv4 address or a bracketed IPv6 address (`[::1]:50051`), the port 1 to
+/// 65535, no scheme. An address holding a `${VAR}` is checked once expanded, when the provider
+/// is built.
+pub fn check_grpc_address(address: &str) -> Result<(), String> {
+    if address.contains("${") {
+        return Ok(());
+    }
+    let wrong = |why: &str| {
+        Err(format!(
+            "address '{address}' must be host:port (e.g. 127.0.0.1:50051 or [::1]:50051): {why}"
+        ))
+    };
+    if address.contains("://") {
+        return wrong("no scheme; TLS is set by `tls`");
+    }
+    let Some((host, port)) = address.rsplit_once(':') else {
+        return wrong("no port");
+    };
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && !port.starts_with('+') => {}
+        _ => return wrong(&format!("'{port}' is not a port from 1 to 65535")),
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        let v6 = inner.strip_suffix(']').unwrap_or_default();
+        return match v6.parse::<std::net::Ipv6Addr>() {
+            Ok(_) => Ok(()),
+            Err(_) => wrong(&format!("'{host}' is not a bracketed IPv6 address")),
+        };
+    }
+    if host.contains(':') {
+        return wrong("an IPv6 address is written in brackets");
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
+        return wrong(&format!("'{host}' is not a host name or IP address"));
+    }
+    Ok(())
 }
 
 fn default_grpc_deadline_ms() -> u64 {

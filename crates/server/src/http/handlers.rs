@@ -75,6 +75,10 @@ async fn run(
     client: &Client,
     trace: &TraceContext,
 ) -> Reply {
+    // REST takes a qualified name too (`{provider}.{name}`); from here on the call is the
+    // served tool's, so limits, metrics and `meta.tool` all say the served name. MCP
+    // `tools/call` takes served names only: its clients call what `tools/list` names.
+    let tool = &service.served_name(tool);
     let reply = match service
         .call_tool(tool, arguments, request_id.as_str(), client, trace, None)
         .await

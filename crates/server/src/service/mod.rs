@@ -341,6 +341,18 @@ impl Service {
         }
     }
 
+    /// The served name of the tool `name` names, whether served (`echo_v1`) or qualified
+    /// (`hello-rs.echo.v1`); `name` itself when it names no tool, for the call to refuse as
+    /// usual (TOOL_NOT_FOUND, or FORBIDDEN outside the key's scope, judged on the name given).
+    pub fn served_name(&self, name: &str) -> String {
+        let toolset = self.toolset();
+        toolset
+            .registry
+            .served_name(name)
+            .unwrap_or(name)
+            .to_owned()
+    }
+
     /// GET /tools's `data` as `client` sees it (only its scope's tools), shared.
     pub fn tools_data(&self, client: &Client) -> Arc<Value> {
         let toolset = self.toolset();

@@ -3,14 +3,16 @@
 //!
 //! Built whenever a provider's tool list changes or the configuration is reloaded, never per
 //! request; handlers only look up. Names are decided here, in order: the provider's `expose`
-//! and `tool_prefix` and the service's `identifier_names` ([`crate::config::served`]), then
-//! `on_name_clash` for names that more than one tool came to.
+//! and `tool_prefix` and the identifier mapping (`identifier_names`, always for gRPC
+//! providers; [`crate::config::served`]), then `on_name_clash` for names that more than one
+//! tool came to. Every served tool also has its qualified name, `{provider}.{upstream name}`,
+//! which lookups accept as well as the served name.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use contract::{ClashResolution, NameConflict, ToolSchema};
+use contract::{ClashResolution, NameConflict, ToolSchema, qualified_name};
 
 use crate::config::{OnNameClash, OutputValidation, ServiceConfig, clash_prefix, served};
 use crate::provider::Provider;
@@ -77,6 +79,8 @@ pub struct ToolRegistry {
     /// Sorted by name: the order GET /tools lists them in.
     tools: Vec<ToolSchema>,
     by_name: HashMap<String, RegisteredTool>,
+    /// Qualified name → served name, for the tools served.
+    by_qualified: HashMap<String, String>,
     /// Sorted by name.
     conflicts: Vec<Conflict>,
 }
@@ -145,15 +149,31 @@ impl ToolRegistry {
         }
         let mut tools: Vec<ToolSchema> = by_name.values().map(|t| t.schema.clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let by_qualified = tools
+            .iter()
+            .filter_map(|t| Some((t.qualified_name.clone()?, t.name.clone())))
+            .collect();
         ToolRegistry {
             tools,
             by_name,
+            by_qualified,
             conflicts,
         }
     }
 
+    /// A tool by its served name.
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
         self.by_name.get(name)
+    }
+
+    /// The served name of the tool `name` names: itself when it is a served name, else the
+    /// served name of the tool whose qualified name it is. A served name wins over a qualified
+    /// one (they can only meet when an MCP server's own tool name contains a `.`).
+    pub fn served_name<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        match self.by_name.get_key_value(name) {
+            Some((served, _)) => Some(served),
+            None => self.by_qualified.get(name).map(String::as_str),
+        }
     }
 
     pub fn tools(&self) -> &[ToolSchema] {
@@ -182,6 +202,8 @@ fn candidates(
         let default = crate::config::Expose::default();
         let expose = entry.map_or(&default, |e| e.expose());
         let prefix = entry.and_then(|e| e.tool_prefix());
+        let identifier_names = config.service.identifier_names;
+        let maps = entry.map_or(identifier_names, |e| e.maps_names(identifier_names));
         let tools = provider.tools();
         for key in expose.rename.keys().chain(expose.describe.keys()) {
             if !tools.is_empty() && !tools.iter().any(|t| &t.name == key) {
@@ -189,15 +211,11 @@ fn candidates(
             }
         }
         for mut schema in tools {
-            let Some(as_served) = served(
-                &schema.name,
-                expose,
-                prefix,
-                config.service.identifier_names,
-            ) else {
+            let Some(as_served) = served(&schema.name, expose, prefix, maps) else {
                 continue;
             };
             let upstream = std::mem::replace(&mut schema.name, as_served.name);
+            schema.qualified_name = Some(qualified_name(provider.name(), &upstream));
             if let Some(description) = as_served.description {
                 schema.description = description;
             }
@@ -296,6 +314,7 @@ mod tests {
             self.1
                 .iter()
                 .map(|n| ToolSchema {
+                    qualified_name: None,
                     name: (*n).to_owned(),
                     title: None,
                     description: format!("{n} of {}", self.0),
@@ -381,6 +400,63 @@ mod tests {
             ]
         );
         assert_eq!(r.conflicts()[0].0.served, ["one_echo", "two_b_echo"]);
+        // The qualified name keeps the provider's own name whatever the served name became.
+        let qualified = |served: &str| r.get(served).unwrap().schema.qualified_name.clone();
+        assert_eq!(qualified("two_b_echo").as_deref(), Some("two-b.echo"));
+        assert_eq!(qualified("one_echo").as_deref(), Some("one.echo"));
+        assert_eq!(r.served_name("one.echo"), Some("one_echo"));
+        assert_eq!(r.served_name("two-b.echo"), Some("two_b_echo"));
+        // two-b's own `one_echo` lost its name to one's prefixed `echo`: not served at all.
+        assert_eq!(r.served_name("two-b.one_echo"), None);
+    }
+
+    #[test]
+    fn grpc_names_are_mapped_and_every_tool_is_found_by_its_qualified_name() {
+        let yaml = "service: { name: t, port: 9000 }\nproviders:\n  - { name: hello-rs, kind: grpc, address: \"127.0.0.1:50052\" }\n  - { name: one, kind: mcp, command: x }\n";
+        let r = build(
+            vec![
+                Listed("hello-rs", vec!["echo.v1", "slow.v1", "2fa.v1", "echo_v1"]),
+                Listed("one", vec!["get-sum", "echo.v1"]),
+            ],
+            yaml,
+        );
+        // gRPC names are always mapped; MCP names only with identifier_names.
+        assert_eq!(
+            names(&r),
+            ["_2fa_v1", "echo.v1", "echo_v1", "get-sum", "slow_v1"]
+        );
+        let echo = r.get("echo_v1").unwrap();
+        assert_eq!(echo.upstream, "echo.v1");
+        assert_eq!(echo.provider.name(), "hello-rs");
+        assert_eq!(
+            echo.schema.qualified_name.as_deref(),
+            Some("hello-rs.echo.v1")
+        );
+        assert_eq!(r.served_name("hello-rs.echo.v1"), Some("echo_v1"));
+        assert_eq!(r.served_name("hello-rs.2fa.v1"), Some("_2fa_v1"));
+        assert_eq!(r.served_name("echo_v1"), Some("echo_v1"));
+        assert_eq!(r.served_name("one.get-sum"), Some("get-sum"));
+        assert_eq!(r.served_name("one.echo.v1"), Some("echo.v1"));
+        for unknown in ["hello-rs.nope", "nope.echo.v1", "hello-rs", "echo", ""] {
+            assert_eq!(r.served_name(unknown), None, "{unknown}");
+        }
+        // `echo.v1` mapped onto the provider's own `echo_v1`: the first in its list keeps
+        // the name, the other is not served, not even by its qualified name.
+        let c = &r.conflicts()[0];
+        assert_eq!(c.0.tool, "echo_v1");
+        assert_eq!(c.0.providers, ["hello-rs", "hello-rs"]);
+        assert!(c.kept_first());
+        assert_eq!(r.served_name("hello-rs.echo_v1"), None);
+        assert!(r.tools().iter().all(|t| t.qualified_name.is_some()));
+    }
+
+    #[test]
+    fn a_served_name_wins_over_a_qualified_name_that_spells_it() {
+        let yaml = "service: { name: t, port: 9000 }\nproviders:\n  - { name: a, kind: mcp, command: x }\n  - { name: x, kind: mcp, command: x }\n";
+        let r = build(vec![Listed("a", vec!["b"]), Listed("x", vec!["a.b"])], yaml);
+        assert_eq!(r.served_name("a.b"), Some("a.b"));
+        assert_eq!(r.get("a.b").unwrap().provider.name(), "x");
+        assert_eq!(r.served_name("x.a.b"), Some("a.b"));
     }
 
     #[test]

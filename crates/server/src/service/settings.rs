@@ -16,6 +16,9 @@ impl Settings {
         for warning in &config.warnings {
             tracing::warn!(service = %config.service.name, "{warning}");
         }
+        for notice in &config.notices {
+            tracing::info!(service = %config.service.name, "{notice}");
+        }
         let keys = KeyRing::from_config(config.service.name.as_str(), &config.security);
         Settings { config, keys }
     }

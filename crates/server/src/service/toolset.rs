@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use contract::service_document::{Limits, Publication, server_url, service_document};
-use contract::{ToolSchema, ToolsResponse};
+use contract::{QUALIFIED_NAME_META_KEY, ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
@@ -199,7 +199,7 @@ fn tools_data(name: &str, version: &str, tools: &[ToolSchema]) -> Value {
     .unwrap_or(Value::Null)
 }
 
-/// The tools as MCP `tools/list` lists them.
+/// The tools as MCP `tools/list` lists them, each with its qualified name in `_meta`.
 fn mcp_tools(tools: &[ToolSchema]) -> Vec<Tool> {
     tools
         .iter()
@@ -213,6 +213,9 @@ fn mcp_tools(tools: &[ToolSchema]) -> Vec<Tool> {
             }
             if let Some(annotations) = &t.annotations {
                 tool["annotations"] = annotations.clone();
+            }
+            if let Some(qualified) = &t.qualified_name {
+                tool["_meta"] = json!({ QUALIFIED_NAME_META_KEY: qualified });
             }
             serde_json::from_value::<Tool>(tool).ok()
         })

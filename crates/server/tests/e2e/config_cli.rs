@@ -188,3 +188,103 @@ async fn a_port_in_use_is_said_once_and_exits_1() {
     );
     assert_eq!(logs.matches("Address already in use").count(), 1, "{logs}");
 }
+
+/// `check-config` on a service whose gRPC providers are in the seed's `providers.yaml`: a
+/// disabled entry is said (and not built), errors point into providers.yaml, and a folder of
+/// configs does not take providers.yaml for a service.
+#[test]
+fn check_config_reads_providers_file_with_positions_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = dir.path().join("hello.yaml");
+    let providers = dir.path().join("providers.yaml");
+    std::fs::write(
+        &service,
+        format!(
+            "service: {{ name: hello, port: 8600 }}\nproviders:\n{}providers_file: providers.yaml\n",
+            everything_provider("ev")
+        ),
+    )
+    .unwrap();
+    let check = |path: &std::path::Path| {
+        let out = Command::new(BIN)
+            .arg("check-config")
+            .arg(path)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    std::fs::write(
+        &providers,
+        "providers:\n  - name: hello-go\n    type: grpc\n    address: localhost:50051\n    enabled: false\n    metadata:\n      version: 1.0.0\n      environment: development\n",
+    )
+    .unwrap();
+    for path in [service.as_path(), dir.path()] {
+        let (code, stdout, stderr) = check(path);
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!(
+                "{}: ok: service 'hello' on 127.0.0.1:8600, 1 provider(s)",
+                service.display()
+            )),
+            "{stdout}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "note: {}:2:5: provider 'hello-go' has enabled: false; it is not started",
+                providers.display()
+            )),
+            "{stderr}"
+        );
+    }
+
+    std::fs::write(
+        &providers,
+        "providers:\n  - name: hello-go\n    type: grpc\n    address: localhost:50051\n    enabled: false\n  - name: hello-rs\n    type: grpcc\n    address: localhost:50052\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = check(&service);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:7:11: unknown provider type 'grpcc'",
+            providers.display()
+        )),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &providers,
+        "providers:\n  - { name: ev, type: grpc, address: \"localhost:50052\", enabled: false }\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = check(&service);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:5: provider name 'ev' is used twice (first at {}:3:5)",
+            providers.display(),
+            service.display()
+        )),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &providers,
+        "providers:\n  - { name: hello-rs, type: grpc, address: \"localhost\", enabled: false }\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = check(&service);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:5: provider 'hello-rs': address 'localhost' must be host:port",
+            providers.display()
+        )),
+        "{stderr}"
+    );
+}

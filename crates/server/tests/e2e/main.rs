@@ -27,6 +27,7 @@ mod openapi_document;
 mod openapi_fidelity;
 mod openapi_fuzz;
 mod output_schemas;
+mod qualified_names;
 mod request_ids;
 mod security;
 mod shipped_services;

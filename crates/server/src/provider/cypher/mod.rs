@@ -64,6 +64,7 @@ impl CypherProvider {
             let result_key = declared.result_key.clone().unwrap_or_else(|| "rows".into());
             tools.push(CypherTool {
                 schema: ToolSchema {
+                    qualified_name: None,
                     title: None,
                     output_schema: Some(
                         declared

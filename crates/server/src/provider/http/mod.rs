@@ -328,6 +328,7 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
     let query = declared.query.clone();
     Ok(HttpTool {
         schema: ToolSchema {
+            qualified_name: None,
             title: None,
             output_schema: declared.output_schema.clone(),
             name: name.clone(),

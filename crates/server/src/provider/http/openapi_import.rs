@@ -129,6 +129,7 @@ pub fn tools_of(
             let method_upper = method.to_ascii_uppercase();
             tools.push((
                 ToolSchema {
+                    qualified_name: None,
                     title: None,
                     output_schema: None,
                     name: id.to_owned(),

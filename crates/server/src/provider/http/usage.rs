@@ -62,6 +62,7 @@ fn totals_json(t: &Totals) -> Value {
 
 pub fn tool_schema(name: &str) -> ToolSchema {
     ToolSchema {
+        qualified_name: None,
         title: None,
         output_schema: None,
         name: name.to_owned(),

@@ -25,6 +25,7 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
         input_schema["type"] = json!("object");
     }
     ToolSchema {
+        qualified_name: None,
         name: tool.name.to_string(),
         title: json["title"].as_str().map(str::to_owned),
         output_schema: json.get("outputSchema").filter(|s| s.is_object()).cloned(),
