@@ -2,6 +2,7 @@
 //! a URL — ours or anyone's — and reports what passed and what did not, with the request that
 //! shows each failure. The binary (`main.rs`) is a thin command line around [`run`].
 
+pub mod catalog;
 pub mod client;
 pub mod discovery;
 pub mod mcp;
@@ -30,6 +31,7 @@ pub fn run(options: Options) -> Result<Report, String> {
     probes::methods(&mut t, &tools);
     probes::request_id_echo(&mut t);
     tools::run(&mut t, &tools);
+    catalog::run(&mut t);
     t.report
         .skip("tool-output", "no tool that ran declares an output_schema");
     if t.options.mcp {

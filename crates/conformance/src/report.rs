@@ -63,6 +63,10 @@ pub const CHECKS: &[(&str, &str)] = &[
         "non-ASCII strings survive a round trip through tools that echo their input",
     ),
     (
+        "resources-prompts",
+        "resources are read, prompts rendered and their args_schema enforced, unknown ones 404 RESOURCE_NOT_FOUND / PROMPT_NOT_FOUND (when the service offers any)",
+    ),
+    (
         "mcp",
         "tools/list at /mcp equals GET /tools and tools/call agrees with POST /call-tool",
     ),

@@ -28,8 +28,10 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest,
-    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
+    HealthResponse, HealthStatus, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage,
+    PromptResponse, PromptsResponse, ResourceContents, ResourceInfo, ResourceReadResponse,
+    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, ToolFailure, ToolHealth,
+    ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -82,6 +84,18 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::Timeout,
 ];
 
+/// Codes a list of resources, templates or prompts can answer.
+const LIST_ERRORS: &[ErrorCode] = &[
+    ErrorCode::InvalidRequest,
+    ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
+    ErrorCode::MethodNotAllowed,
+    ErrorCode::HeadersTooLarge,
+    ErrorCode::RateLimited,
+    ErrorCode::InternalError,
+    ErrorCode::ServiceUnavailable,
+];
+
 const OPERATIONS: &[Operation] = &[
     Operation {
         path: "/tools",
@@ -120,6 +134,88 @@ const OPERATIONS: &[Operation] = &[
             arguments object. The request id may come from the `X-Request-Id` header.",
         success: "CallToolEnvelope",
         errors: CALL_ERRORS,
+    },
+    Operation {
+        path: "/resources",
+        method: HttpMethod::Get,
+        id: "listResources",
+        summary: "List the resources of the service's providers",
+        description: "Every resource of every provider, in provider order, each with its \
+            `provider` and `qualified_name` (`{provider}.{name}`). A provider whose list cannot \
+            be had now (not connected, timed out) is left out.",
+        success: "ResourcesEnvelope",
+        errors: LIST_ERRORS,
+    },
+    Operation {
+        path: "/resources/read",
+        method: HttpMethod::Get,
+        id: "readResource",
+        summary: "Read one resource",
+        description: "Reads `uri` on the provider that offers it: the one named by `provider`, \
+            else the first (in provider order) that lists the URI, else the first with a \
+            resource template matching it. RESOURCE_NOT_FOUND when none does, or when the \
+            provider does not know the URI. Admitted and bounded like a tool call (the \
+            provider's `limits`).",
+        success: "ResourceReadEnvelope",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::Unauthorized,
+            ErrorCode::Forbidden,
+            ErrorCode::ResourceNotFound,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
+            ErrorCode::RateLimited,
+            ErrorCode::ExecutionError,
+            ErrorCode::InternalError,
+            ErrorCode::ServiceUnavailable,
+            ErrorCode::Timeout,
+        ],
+    },
+    Operation {
+        path: "/resource-templates",
+        method: HttpMethod::Get,
+        id: "listResourceTemplates",
+        summary: "List the resource templates of the service's providers",
+        description: "Every resource template (RFC 6570) of every provider, in provider order; \
+            any URI a template matches can be read with GET /resources/read.",
+        success: "ResourceTemplatesEnvelope",
+        errors: LIST_ERRORS,
+    },
+    Operation {
+        path: "/prompts",
+        method: HttpMethod::Get,
+        id: "listPrompts",
+        summary: "List the prompts of the service's providers",
+        description: "Every prompt of every provider, in provider order, with its arguments and \
+            `args_schema` (the JSON Schema its arguments are checked against).",
+        success: "PromptsEnvelope",
+        errors: LIST_ERRORS,
+    },
+    Operation {
+        path: "/prompts/{name}",
+        method: HttpMethod::Post,
+        id: "getPrompt",
+        summary: "Render a prompt",
+        description: "`name` is a served name (the first provider, in provider order, that has \
+            it) or a qualified name `{provider}.{name}`. The body is the arguments object (empty \
+            means `{}`), checked against the prompt's `args_schema` first: INVALID_ARGUMENTS \
+            with `meta.validation_errors` as for a tool call.",
+        success: "PromptEnvelope",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::InvalidArguments,
+            ErrorCode::Unauthorized,
+            ErrorCode::Forbidden,
+            ErrorCode::PromptNotFound,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
+            ErrorCode::PayloadTooLarge,
+            ErrorCode::RateLimited,
+            ErrorCode::ExecutionError,
+            ErrorCode::InternalError,
+            ErrorCode::ServiceUnavailable,
+            ErrorCode::Timeout,
+        ],
     },
     Operation {
         path: "/health",
@@ -230,6 +326,16 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 )))
                 .schema(Some(request_id_schema())),
         );
+    let topic = if op.path.starts_with("/resource") {
+        Some("resources")
+    } else if op.path.starts_with("/prompts") {
+        Some("prompts")
+    } else {
+        None
+    };
+    if let Some(topic) = topic {
+        builder = builder.tag(topic);
+    }
     if op.path == "/health" {
         builder = builder.tag("health");
     } else {
@@ -251,7 +357,47 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
         );
     }
+    if op.path == "/prompts/{name}" {
+        builder = builder.parameter(
+            ParameterBuilder::new()
+                .name("name")
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .description(Some(
+                    "The prompt: its served name or its qualified name `{provider}.{name}`.",
+                ))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    if op.id == "readResource" {
+        builder = builder
+            .parameter(
+                ParameterBuilder::new()
+                    .name("uri")
+                    .parameter_in(ParameterIn::Query)
+                    .required(Required::True)
+                    .description(Some("The resource's URI (percent-encoded)."))
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+            )
+            .parameter(
+                ParameterBuilder::new()
+                    .name("provider")
+                    .parameter_in(ParameterIn::Query)
+                    .required(Required::False)
+                    .description(Some(
+                        "The provider to ask (asked even for a URI it does not list); by default the first that lists the URI, else the first with a matching template.",
+                    ))
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+            );
+    }
     match op.id {
+        "getPrompt" => {
+            builder = builder.request_body(Some(json_body(
+                ObjectBuilder::new().schema_type(Type::Object).into(),
+                "The prompt's arguments; validated against its args_schema.",
+                json!({"city": "Lisboa"}),
+            )))
+        }
         "callTool" => {
             builder = builder.request_body(Some(json_body(
                 Ref::from_schema_name("ToolRequest").into(),
@@ -531,6 +677,88 @@ fn success_example(op: &Operation) -> Value {
             .expect("example serializes"),
             Meta { execution_time_ms: Some(2), ..Meta::default() },
         ),
+        "listResources" => (
+            serde_json::to_value(ResourcesResponse {
+                service: "docwell".into(),
+                resources: vec![ResourceInfo {
+                    uri: "hello://greeting".into(),
+                    name: "greeting".into(),
+                    title: None,
+                    description: Some("A friendly greeting".into()),
+                    mime_type: Some("text/plain".into()),
+                    provider: "hello".into(),
+                    qualified_name: "hello.greeting".into(),
+                }],
+            })
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(1), ..Meta::default() },
+        ),
+        "listResourceTemplates" => (
+            serde_json::to_value(ResourceTemplatesResponse {
+                service: "docwell".into(),
+                resource_templates: vec![ResourceTemplateInfo {
+                    uri_template: "hello://greeting/{name}".into(),
+                    name: "greeting-for".into(),
+                    title: None,
+                    description: Some("A greeting for someone".into()),
+                    mime_type: Some("text/plain".into()),
+                    provider: "hello".into(),
+                    qualified_name: "hello.greeting-for".into(),
+                }],
+            })
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(1), ..Meta::default() },
+        ),
+        "readResource" => (
+            serde_json::to_value(ResourceReadResponse {
+                uri: "hello://greeting".into(),
+                provider: "hello".into(),
+                contents: vec![ResourceContents {
+                    uri: "hello://greeting".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: Some("Hello, world ✓".into()),
+                    blob: None,
+                }],
+            })
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(2), ..Meta::default() },
+        ),
+        "listPrompts" => {
+            let arguments = vec![PromptArgument {
+                name: "city".into(),
+                description: Some("Name of the city".into()),
+                required: true,
+            }];
+            (
+                serde_json::to_value(PromptsResponse {
+                    service: "docwell".into(),
+                    prompts: vec![PromptInfo {
+                        name: "args-prompt".into(),
+                        title: None,
+                        description: Some("A prompt with arguments".into()),
+                        args_schema: crate::prompt::args_schema_of(&arguments),
+                        arguments,
+                        provider: "everything".into(),
+                        qualified_name: "everything.args-prompt".into(),
+                    }],
+                })
+                .expect("example serializes"),
+                Meta { execution_time_ms: Some(1), ..Meta::default() },
+            )
+        }
+        "getPrompt" => (
+            serde_json::to_value(PromptResponse {
+                prompt: "args-prompt".into(),
+                provider: "everything".into(),
+                description: None,
+                messages: vec![PromptMessage {
+                    role: "user".into(),
+                    content: json!({"type": "text", "text": "What's weather in Lisboa?"}),
+                }],
+            })
+            .expect("example serializes"),
+            Meta { execution_time_ms: Some(2), ..Meta::default() },
+        ),
         _ => (
             json!({"content": [{"type": "text", "text": "Echo: héllo ✓"}]}),
             Meta { execution_time_ms: Some(3), tool: Some("echo".into()), ..Meta::default() },
@@ -648,6 +876,20 @@ fn components() -> utoipa::openapi::Components {
         (ToolFailure::name(), ToolFailure::schema()),
         (NameConflict::name(), NameConflict::schema()),
         (ClashResolution::name(), ClashResolution::schema()),
+        (ResourceInfo::name(), ResourceInfo::schema()),
+        (ResourceTemplateInfo::name(), ResourceTemplateInfo::schema()),
+        (ResourceContents::name(), ResourceContents::schema()),
+        (ResourcesResponse::name(), ResourcesResponse::schema()),
+        (
+            ResourceTemplatesResponse::name(),
+            ResourceTemplatesResponse::schema(),
+        ),
+        (ResourceReadResponse::name(), ResourceReadResponse::schema()),
+        (PromptArgument::name(), PromptArgument::schema()),
+        (PromptInfo::name(), PromptInfo::schema()),
+        (PromptMessage::name(), PromptMessage::schema()),
+        (PromptsResponse::name(), PromptsResponse::schema()),
+        (PromptResponse::name(), PromptResponse::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }
@@ -685,6 +927,51 @@ fn components() -> utoipa::openapi::Components {
                 any_data,
                 &["data"],
                 "A tool's result in `data`; `meta.execution_time_ms` always set.",
+            ),
+        )
+        .schema(
+            "ResourcesEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("ResourcesResponse").into()),
+                &["data"],
+                "GET /resources answer.",
+            ),
+        )
+        .schema(
+            "ResourceTemplatesEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("ResourceTemplatesResponse").into()),
+                &["data"],
+                "GET /resource-templates answer.",
+            ),
+        )
+        .schema(
+            "ResourceReadEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("ResourceReadResponse").into()),
+                &["data"],
+                "GET /resources/read answer.",
+            ),
+        )
+        .schema(
+            "PromptsEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("PromptsResponse").into()),
+                &["data"],
+                "GET /prompts answer.",
+            ),
+        )
+        .schema(
+            "PromptEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("PromptResponse").into()),
+                &["data"],
+                "POST /prompts/{name} answer: the rendered messages.",
             ),
         )
         .schema(

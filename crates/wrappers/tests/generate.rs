@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use testkit::installed::{everything_js, time_bin};
 use testkit::{BoltDb, Killed, free_port, poll, repo, shipped_config, workspace_bin};
 
@@ -193,6 +193,56 @@ fn generated_wrappers_work_against_a_live_gateway() {
     let seen = stdout_json(&python);
     assert_eq!(seen["first"], "shop.app.infra.db.connect");
     assert_eq!(seen["bad"], serde_json::json!(["INVALID_ARGUMENTS", 36]));
+
+    // Its resource and prompt methods, against server-everything behind the gateway.
+    let python = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys\n\
+             sys.path.insert(0, sys.argv[1])\n\
+             from everything_client import EverythingClient, InvalidArgumentsError, PromptNotFoundError, ResourceNotFoundError\n\
+             c = EverythingClient()\n\
+             first = c.list_resources().data['resources'][0]\n\
+             read = c.read_resource(first['uri'], provider=first['provider']).data\n\
+             templates = [t['uri_template'] for t in c.list_resource_templates().data['resource_templates']]\n\
+             dynamic = c.read_resource('demo://resource/dynamic/text/7').data['contents'][0]['text']\n\
+             prompts = [p['name'] for p in c.list_prompts().data['prompts']]\n\
+             text = c.get_prompt('args-prompt', {'city': 'Paris'}).data['messages'][0]['content']['text']\n\
+             errors = []\n\
+             for f in (lambda: c.get_prompt('args-prompt'), lambda: c.get_prompt('no/such prompt'), lambda: c.read_resource('nothing://x?y=1&z')):\n    \
+                 try:\n        f()\n        errors.append(None)\n    \
+                 except (InvalidArgumentsError, PromptNotFoundError, ResourceNotFoundError) as e:\n        errors.append([type(e).__name__, e.http_status])\n\
+             print(json.dumps({'read_uri': read['uri'], 'templates': templates, 'dynamic': dynamic, 'prompts': prompts, 'text': text, 'errors': errors}))",
+        )
+        .arg(demo.join("python"))
+        .output()
+        .unwrap();
+    let seen = stdout_json(&python);
+    assert!(seen["read_uri"].is_string(), "{seen}");
+    assert!(
+        seen["templates"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo://resource/dynamic/text/{resourceId}")),
+        "{seen}"
+    );
+    assert!(seen["dynamic"].as_str().unwrap().contains('7'), "{seen}");
+    assert!(
+        seen["prompts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("simple-prompt")),
+        "{seen}"
+    );
+    assert!(seen["text"].as_str().unwrap().contains("Paris"), "{seen}");
+    assert_eq!(
+        seen["errors"],
+        json!([
+            ["InvalidArgumentsError", 400],
+            ["PromptNotFoundError", 404],
+            ["ResourceNotFoundError", 404]
+        ])
+    );
 
     // The CLI, for real.
     let sum = stdout_json(&run(&demo.join("cli/everything"), &["get-sum", "2", "40"]));

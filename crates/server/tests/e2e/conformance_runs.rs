@@ -165,6 +165,14 @@ async fn tools_behind_a_dead_backend_are_not_exercised_not_passed() {
         report.render()
     );
     assert!(report.junit().contains("not exercised"));
+    // A cypher service offers no resources or prompts: the check did not run, it did not pass.
+    let catalog = report
+        .checks
+        .iter()
+        .find(|c| c.name == "resources-prompts")
+        .unwrap();
+    assert_eq!(catalog.cases, 0, "{}", report.render());
+    assert!(catalog.skipped.as_deref().unwrap().contains("offers no"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -189,4 +197,11 @@ async fn a_service_bridging_more_servers_passes() {
     );
     let unicode = report.checks.iter().find(|c| c.name == "unicode").unwrap();
     assert!(unicode.cases > 0, "echoing tools were found and checked");
+    // server-everything offers resources and prompts: they were read and rendered.
+    let catalog = report
+        .checks
+        .iter()
+        .find(|c| c.name == "resources-prompts")
+        .unwrap();
+    assert!(catalog.passed >= 8, "{}", report.render());
 }

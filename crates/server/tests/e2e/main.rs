@@ -29,6 +29,7 @@ mod openapi_fuzz;
 mod output_schemas;
 mod qualified_names;
 mod request_ids;
+mod resources_prompts;
 mod security;
 mod shipped_services;
 mod tool_names;
