@@ -17,8 +17,8 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
-    ToolFailure, ToolHealth, ToolStatus,
+    ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
+    HealthStatus, NameConflict, ProviderHealth, ToolFailure, ToolHealth, ToolStatus,
 };
 pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
 pub use validation::ArgumentValidator;

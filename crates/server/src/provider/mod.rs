@@ -6,6 +6,7 @@
 //! the service when its tool list changes.
 
 pub mod cypher;
+pub mod grpc;
 pub mod http;
 pub mod mcp;
 
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::{DependencyStatus, ErrorCode, ToolSchema};
+use contract::{DependencyStatus, ErrorCode, ProviderHealth, ToolSchema};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -147,6 +148,17 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The provider's own connection state (state, since, last error) for /health
+    /// `providers` and the state gauge of /metrics; `None` for kinds without a status machine.
+    fn connection_state(&self) -> Option<ProviderHealth> {
+        None
+    }
+
+    /// Events the provider sent, counted by type (gRPC `StreamEvents`); empty for other kinds.
+    fn events_received(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {
@@ -225,9 +237,6 @@ pub fn build(
             Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
-        ProviderConfig::Grpc(_) => Err(ProviderError::Config {
-            provider: config.name().to_string(),
-            message: "grpc providers are not supported by this build yet".into(),
-        }),
+        ProviderConfig::Grpc(grpc) => Ok(Arc::new(grpc::GrpcProvider::new(service, grpc, hooks)?)),
     }
 }
