@@ -159,6 +159,12 @@ pub trait Provider: Send + Sync {
         Vec::new()
     }
 
+    /// Whether the provider sends events that reach MCP sessions as log messages (gRPC
+    /// `StreamEvents`), so the MCP surface advertises `logging`.
+    fn emits_events(&self) -> bool {
+        false
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {

@@ -493,6 +493,37 @@ pub(super) fn status_text(status: &tonic::Status) -> String {
 mod tests {
     use super::*;
 
+    fn entry(yaml: &str) -> GrpcProviderConfig {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn plaintext_without_tls_and_https_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (address, plain) =
+            endpoint(dir.path(), &entry("{name: p, address: \"127.0.0.1:50051\"}")).unwrap();
+        assert_eq!(address, "127.0.0.1:50051");
+        assert_eq!(plain.uri().scheme_str(), Some("http"));
+        std::fs::write(dir.path().join("ca.pem"), "not a certificate yet").unwrap();
+        let (_, tls) = endpoint(
+            dir.path(),
+            &entry("{name: p, address: \"localhost:50051\", tls: {ca_file: ca.pem}}"),
+        )
+        .unwrap();
+        assert_eq!(tls.uri().scheme_str(), Some("https"));
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_a_config_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let why = endpoint(
+            dir.path(),
+            &entry("{name: p, address: \"localhost:50051\", tls: {ca_file: nope.pem}}"),
+        )
+        .unwrap_err();
+        assert!(why.contains("nope.pem"), "{why}");
+    }
+
     #[test]
     fn the_backoff_doubles_from_the_first_wait_up_to_thirty_seconds() {
         let first = Duration::from_millis(500);

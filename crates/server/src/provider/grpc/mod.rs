@@ -184,6 +184,10 @@ impl Provider for GrpcProvider {
         self.inner.events.snapshot()
     }
 
+    fn emits_events(&self) -> bool {
+        true
+    }
+
     fn missing_tools_reason(&self) -> Option<String> {
         let never_listed = self.inner.capabilities.read_unpoisoned().tools.is_empty();
         let state = self.inner.state.read_unpoisoned();
