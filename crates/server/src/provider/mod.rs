@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::{DependencyStatus, ErrorCode, ProviderHealth, ToolSchema};
+use contract::{
+    DependencyStatus, ErrorCode, PromptInfo, PromptResult, ProviderHealth, ResourceContents,
+    ResourceInfo, ResourceTemplateInfo, ToolSchema,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -110,6 +113,50 @@ pub trait Provider: Send + Sync {
         args: JsonObject,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// The resources the provider offers now. `provider` and `qualified_name` may be left
+    /// empty: the service sets them. Default: none.
+    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// The resource templates the provider offers now (`provider`, `qualified_name` as for
+    /// [`Provider::list_resources`]). Default: none.
+    fn list_resource_templates(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// Reads one resource (a listed URI or one a template matches). An unknown URI is
+    /// [`ToolError::NotFound`] (the service answers it RESOURCE_NOT_FOUND). Must not hang past
+    /// `cx.timeout`. Default: every URI is unknown.
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
+        futures::future::ready(Err(ToolError::NotFound(uri.to_owned()))).boxed()
+    }
+
+    /// The prompts the provider offers now, each with its `args_schema` (`provider`,
+    /// `qualified_name` as for [`Provider::list_resources`]; `name` is the provider's own).
+    /// Default: none.
+    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// Renders one prompt (`name` is the provider's own) with arguments that already passed
+    /// its `args_schema`. An unknown prompt is [`ToolError::NotFound`] (answered
+    /// PROMPT_NOT_FOUND). Must not hang past `cx.timeout`. Default: every prompt is unknown.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        _args: JsonObject,
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
+        futures::future::ready(Err(ToolError::NotFound(name.to_owned()))).boxed()
+    }
 
     /// The health of each dependency behind this provider, checked now.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;

@@ -1,7 +1,9 @@
-//! Calls to a gRPC provider: `InvokeTool` on the live channel within the call's deadline
-//! (`deadline_ms`, or the call's own timeout when shorter, sent as `grpc-timeout` and enforced
-//! here too), with the request id as `x-correlation-id` and the call's span as `traceparent`;
-//! and [`tool_error`], the one table from gRPC status codes to [`ToolError`].
+//! Calls to a gRPC provider: `InvokeTool`, `ReadResource` and `GetPrompt` on the live channel
+//! within the call's deadline (`deadline_ms`, or the call's own timeout when shorter, sent as
+//! `grpc-timeout` and enforced here too), with the request id as `x-correlation-id` and the
+//! call's span as `traceparent`; and [`tool_error`], the one table from gRPC status codes to
+//! [`ToolError`]. A prompt's arguments reach `GetPrompt` already checked against its
+//! `args_schema` (by the service, as a tool's against its input schema).
 //!
 //! A call while not CONNECTED fails at once naming the state and the last error. A status that
 //! tonic made from a transport failure (it carries a source; a provider's own status does not)
@@ -10,9 +12,12 @@
 use std::error::Error as _;
 use std::time::Duration;
 
-use provider_proto::v1::InvokeToolRequest;
+use base64::Engine as _;
+use contract::{PromptMessage, PromptResult, ResourceContents};
 use provider_proto::v1::provider_client::ProviderClient;
-use serde_json::Value;
+use provider_proto::v1::resource_contents::Body;
+use provider_proto::v1::{GetPromptRequest, InvokeToolRequest, ReadResourceRequest};
+use serde_json::{Value, json};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 
@@ -115,51 +120,132 @@ impl Inner {
         tool_error(subject, status.code(), status.message(), deadline)
     }
 
+    /// Runs one unary call of the contract on the live channel: deadline, metadata, span;
+    /// a failure mapped by [`tool_error`] (or the connection taken down).
+    async fn unary<Req, Resp, F, Fut>(
+        &self,
+        method: &'static str,
+        subject: &str,
+        message: Req,
+        cx: &CallContext,
+        send: F,
+    ) -> Result<Resp, ToolError>
+    where
+        F: FnOnce(ProviderClient<tonic::transport::Channel>, tonic::Request<Req>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
+    {
+        let link = self.link_for_call()?;
+        let deadline = self.deadline_for(cx.timeout);
+        let mut span = cx
+            .trace
+            .child(format!("{method} {subject}"), SpanKind::Client);
+        if span.is_recording() {
+            span.set("rpc.system", "grpc");
+            span.set("rpc.method", method);
+            span.set("mcp_http_gateway.provider", self.name.clone());
+        }
+        let mut request = tonic::Request::new(message);
+        request.set_timeout(deadline);
+        stamp(&mut request, &cx.request_id, span.context());
+        let outcome = tokio::time::timeout(
+            deadline,
+            send(ProviderClient::new(link.channel.clone()), request),
+        )
+        .await;
+        let result = match outcome {
+            Err(_) => Err(ToolError::Timeout {
+                tool: subject.to_owned(),
+                ms: deadline.as_millis() as u64,
+            }),
+            Ok(Ok(answer)) => Ok(answer.into_inner()),
+            Ok(Err(status)) => Err(self.failed(&link, subject, &status, deadline)),
+        };
+        if let Err(e) = &result {
+            span.fail(e.code().as_str(), e.to_string());
+        }
+        result
+    }
+
+    pub(super) async fn read_resource(
+        &self,
+        uri: &str,
+        cx: &CallContext,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        let message = ReadResourceRequest {
+            uri: uri.to_owned(),
+        };
+        let answer = self
+            .unary("ReadResource", uri, message, cx, |mut client, request| async move {
+                client.read_resource(request).await
+            })
+            .await?;
+        Ok(answer.contents.into_iter().map(contents).collect())
+    }
+
+    pub(super) async fn get_prompt(
+        &self,
+        name: &str,
+        args: JsonObject,
+        cx: &CallContext,
+    ) -> Result<PromptResult, ToolError> {
+        let message = GetPromptRequest {
+            name: name.to_owned(),
+            arguments_json: Value::Object(args).to_string(),
+        };
+        let answer = self
+            .unary("GetPrompt", name, message, cx, |mut client, request| async move {
+                client.get_prompt(request).await
+            })
+            .await?;
+        Ok(PromptResult {
+            description: (!answer.description.is_empty()).then_some(answer.description),
+            messages: answer
+                .messages
+                .into_iter()
+                .map(|m| PromptMessage {
+                    role: m.role,
+                    content: json!({"type": "text", "text": m.text}),
+                })
+                .collect(),
+        })
+    }
+
     pub(super) async fn invoke_tool(
         &self,
         tool: &str,
         args: JsonObject,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
-        let link = self.link_for_call()?;
-        let deadline = self.deadline_for(cx.timeout);
-        let mut span = cx
-            .trace
-            .child(format!("InvokeTool {tool}"), SpanKind::Client);
-        if span.is_recording() {
-            span.set("rpc.system", "grpc");
-            span.set("rpc.method", "InvokeTool");
-            span.set("gen_ai.tool.name", tool.to_owned());
-            span.set("mcp_http_gateway.provider", self.name.clone());
-        }
-        let mut request = tonic::Request::new(InvokeToolRequest {
+        let message = InvokeToolRequest {
             name: tool.to_owned(),
             arguments_json: Value::Object(args).to_string(),
-        });
-        request.set_timeout(deadline);
-        stamp(&mut request, &cx.request_id, span.context());
-        let outcome = tokio::time::timeout(
-            deadline,
-            ProviderClient::new(link.channel.clone()).invoke_tool(request),
-        )
-        .await;
-        let result = match outcome {
-            Err(_) => Err(ToolError::Timeout {
-                tool: tool.to_owned(),
-                ms: deadline.as_millis() as u64,
-            }),
-            Ok(Ok(answer)) => {
-                let text = answer.into_inner().result_json;
-                serde_json::from_str::<Value>(&text).map_err(|e| {
-                    ToolError::Execution(format!("'{tool}' answered a result that is not JSON: {e}"))
-                })
-            }
-            Ok(Err(status)) => Err(self.failed(&link, tool, &status, deadline)),
         };
-        if let Err(e) = &result {
-            span.fail(e.code().as_str(), e.to_string());
-        }
-        result
+        let answer = self
+            .unary("InvokeTool", tool, message, cx, |mut client, request| async move {
+                client.invoke_tool(request).await
+            })
+            .await?;
+        serde_json::from_str::<Value>(&answer.result_json).map_err(|e| {
+            ToolError::Execution(format!("'{tool}' answered a result that is not JSON: {e}"))
+        })
+    }
+}
+
+/// One part of a resource as the contract carries it: text, or bytes as base64 `blob`.
+fn contents(part: provider_proto::v1::ResourceContents) -> ResourceContents {
+    let (text, blob) = match part.body {
+        Some(Body::Text(text)) => (Some(text), None),
+        Some(Body::Blob(bytes)) => (
+            None,
+            Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        ),
+        None => (Some(String::new()), None),
+    };
+    ResourceContents {
+        uri: part.uri,
+        mime_type: (!part.mime_type.is_empty()).then_some(part.mime_type),
+        text,
+        blob,
     }
 }
 
@@ -230,6 +316,24 @@ mod tests {
         assert!(!is_transport(&tonic::Status::unavailable("provider says so")));
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         assert!(is_transport(&tonic::Status::from_error(Box::new(io))));
+    }
+
+    #[test]
+    fn resource_text_stays_text_and_bytes_become_base64() {
+        let text = contents(provider_proto::v1::ResourceContents {
+            uri: "hello://greeting".into(),
+            mime_type: "text/plain".into(),
+            body: Some(Body::Text("Hello".into())),
+        });
+        assert_eq!(text.text.as_deref(), Some("Hello"));
+        assert_eq!(text.mime_type.as_deref(), Some("text/plain"));
+        let blob = contents(provider_proto::v1::ResourceContents {
+            uri: "hello://logo".into(),
+            mime_type: String::new(),
+            body: Some(Body::Blob(vec![0, 1, 2, 255])),
+        });
+        assert_eq!(blob.blob.as_deref(), Some("AAEC/w=="));
+        assert_eq!((blob.text, blob.mime_type), (None, None));
     }
 
     #[test]

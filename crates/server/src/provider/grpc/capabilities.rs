@@ -3,29 +3,22 @@
 //!
 //! JSON Schemas travel as JSON text (see the proto's header); a tool whose input schema is
 //! missing or is not a JSON object is left out with a warning rather than failing the whole
-//! provider, and an output schema that is not an object is ignored the same way.
+//! provider; an output schema or a prompt's `args_schema_json` that is not an object leaves
+//! out the same way. Resources and prompts become the contract's shapes (`provider` and
+//! `qualified_name` are the service's to set); a prompt's `arguments` are read from its
+//! `args_schema` (its properties, the `required` ones marked).
 
-use contract::ToolSchema;
-use provider_proto::v1::{ListCapabilitiesResponse, Resource, ResourceTemplate};
-use serde_json::Value;
-
-/// A prompt as the provider lists it, its argument schema parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct PromptSpec {
-    pub(super) name: String,
-    pub(super) description: String,
-    /// `None`: the prompt takes no arguments.
-    pub(super) args_schema: Option<Value>,
-    pub(super) template: String,
-}
+use contract::{PromptArgument, PromptInfo, ResourceInfo, ResourceTemplateInfo, ToolSchema};
+use provider_proto::v1::ListCapabilitiesResponse;
+use serde_json::{Value, json};
 
 /// Everything one `ListCapabilities` answered.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Capabilities {
     pub(super) tools: Vec<ToolSchema>,
-    pub(super) resources: Vec<Resource>,
-    pub(super) resource_templates: Vec<ResourceTemplate>,
-    pub(super) prompts: Vec<PromptSpec>,
+    pub(super) resources: Vec<ResourceInfo>,
+    pub(super) resource_templates: Vec<ResourceTemplateInfo>,
+    pub(super) prompts: Vec<PromptInfo>,
 }
 
 impl Capabilities {
@@ -44,21 +37,53 @@ impl Capabilities {
         let mut prompts = Vec::with_capacity(answer.prompts.len());
         for prompt in answer.prompts {
             match object_schema(&prompt.args_schema_json, "args_schema_json") {
-                Ok(args_schema) => prompts.push(PromptSpec {
-                    name: prompt.name,
-                    description: prompt.description,
-                    args_schema,
-                    template: prompt.template,
-                }),
+                Ok(args_schema) => {
+                    let args_schema = args_schema.unwrap_or_else(|| json!({"type": "object"}));
+                    prompts.push(PromptInfo {
+                        arguments: arguments_of(&args_schema),
+                        name: prompt.name,
+                        title: None,
+                        description: optional(prompt.description),
+                        args_schema,
+                        provider: String::new(),
+                        qualified_name: String::new(),
+                    })
+                }
                 Err(why) => {
                     tracing::warn!(service, provider, prompt = %prompt.name, "prompt left out: {why}")
                 }
             }
         }
+        let resources = answer
+            .resources
+            .into_iter()
+            .map(|r| ResourceInfo {
+                uri: r.uri,
+                name: r.name,
+                title: None,
+                description: optional(r.description),
+                mime_type: optional(r.mime_type),
+                provider: String::new(),
+                qualified_name: String::new(),
+            })
+            .collect();
+        let resource_templates = answer
+            .resource_templates
+            .into_iter()
+            .map(|t| ResourceTemplateInfo {
+                uri_template: t.uri_template,
+                name: t.name,
+                title: None,
+                description: optional(t.description),
+                mime_type: optional(t.mime_type),
+                provider: String::new(),
+                qualified_name: String::new(),
+            })
+            .collect();
         Capabilities {
             tools,
-            resources: answer.resources,
-            resource_templates: answer.resource_templates,
+            resources,
+            resource_templates,
             prompts,
         }
     }
@@ -81,6 +106,33 @@ fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, String> {
         output_schema,
         annotations: None,
     })
+}
+
+/// Empty text is absent (proto3 has no optional strings here).
+fn optional(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// A prompt's arguments as an argument list: each property of its schema, `required` as the
+/// schema says, the property's `description`.
+fn arguments_of(schema: &Value) -> Vec<PromptArgument> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, property)| PromptArgument {
+                    name: name.clone(),
+                    description: property["description"].as_str().map(str::to_owned),
+                    required: required.contains(&name.as_str()),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// An optional JSON Schema given as text: empty is absent; otherwise a JSON object.
@@ -125,7 +177,7 @@ mod tests {
                 Prompt {
                     name: "plan".into(),
                     description: "d".into(),
-                    args_schema_json: r#"{"type":"object"}"#.into(),
+                    args_schema_json: r#"{"type":"object","properties":{"goal":{"type":"string","description":"what for"},"steps":{"type":"integer"}},"required":["goal"]}"#.into(),
                     template: "{{goal}}".into(),
                 },
                 Prompt {
@@ -145,7 +197,24 @@ mod tests {
         );
         assert_eq!(read.tools[1].output_schema, None);
         assert_eq!(read.prompts.len(), 2);
-        assert_eq!(read.prompts[0].args_schema, Some(json!({"type": "object"})));
-        assert_eq!(read.prompts[1].args_schema, None);
+        let plan = &read.prompts[0];
+        assert_eq!(plan.args_schema["required"], json!(["goal"]));
+        assert_eq!(
+            plan.arguments,
+            vec![
+                PromptArgument {
+                    name: "goal".into(),
+                    description: Some("what for".into()),
+                    required: true
+                },
+                PromptArgument {
+                    name: "steps".into(),
+                    description: None,
+                    required: false
+                },
+            ]
+        );
+        assert_eq!(read.prompts[1].args_schema, json!({"type": "object"}));
+        assert!(read.prompts[1].arguments.is_empty());
     }
 }

@@ -19,7 +19,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use contract::{DependencyStatus, ProviderHealth, ToolSchema};
+use contract::{
+    DependencyStatus, PromptInfo, PromptResult, ProviderHealth, ResourceContents, ResourceInfo,
+    ResourceTemplateInfo, ToolSchema,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -156,6 +159,45 @@ impl Provider for GrpcProvider {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         self.inner.invoke_tool(tool, args, cx).boxed()
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+        let listed = self.inner.capabilities.read_unpoisoned().resources.clone();
+        futures::future::ready(Ok(listed)).boxed()
+    }
+
+    fn list_resource_templates(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+        let listed = self
+            .inner
+            .capabilities
+            .read_unpoisoned()
+            .resource_templates
+            .clone();
+        futures::future::ready(Ok(listed)).boxed()
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
+        self.inner.read_resource(uri, cx).boxed()
+    }
+
+    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+        let listed = self.inner.capabilities.read_unpoisoned().prompts.clone();
+        futures::future::ready(Ok(listed)).boxed()
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
+        self.inner.get_prompt(name, args, cx).boxed()
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
