@@ -1,5 +1,5 @@
 //! The `grpc` provider against the example providers as real processes on loopback ports
-//! (`hello-provider`, Rust): tools listed and called, the error table, deadlines, the status
+//! (`hello-provider` in Rust; `hello-py` in Python for the core tests): tools listed and called, the error table, deadlines, the status
 //! machine (a killed provider is ERROR and fails fast, restarted on its port it is CONNECTED
 //! again; past `max_retries` it is DISCONNECTED and still comes back), output schemas, the
 //! correlation id in the provider's own log, CloudEvents counted and sent to MCP sessions.
@@ -14,17 +14,54 @@ use testkit::{Killed, workspace_bin};
 
 use crate::harness::*;
 
+/// Which example provider: the two behave the same.
+#[derive(Clone, Copy)]
+enum Kind {
+    Rust,
+    Python,
+}
+
+impl Kind {
+    /// The name it gives itself (`provider` in echo's answer).
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Rust => "hello-rs",
+            Kind::Python => "hello-py",
+        }
+    }
+
+    fn command(self) -> Command {
+        match self {
+            Kind::Rust => Command::new(workspace_bin("hello-provider")),
+            Kind::Python => {
+                // Installed by examples/hello-py/install.sh (scripts/install-test-tools.sh).
+                let python = repo().join(".deps/hello-py/bin/python");
+                assert!(
+                    python.exists(),
+                    "{} is missing: run examples/hello-py/install.sh",
+                    python.display()
+                );
+                let mut command = Command::new(python);
+                command.arg(repo().join("examples/hello-py/hello_py.py"));
+                command
+            }
+        }
+    }
+}
+
 /// One example provider process, killed with the test.
 struct HelloProvider {
+    kind: Kind,
     port: u16,
     log: PathBuf,
     process: Option<Killed>,
 }
 
 impl HelloProvider {
-    /// Starts `hello-provider` on a free port (port 0: it picks and says), logging to `log`.
-    fn start(log: &Path) -> HelloProvider {
+    /// Starts it on a free port (port 0: it picks and says), logging to `log`.
+    fn start(kind: Kind, log: &Path) -> HelloProvider {
         let mut provider = HelloProvider {
+            kind,
             port: 0,
             log: log.to_owned(),
             process: None,
@@ -35,12 +72,14 @@ impl HelloProvider {
 
     /// Starts it (again) on `port`; returns once it listens.
     fn run_on(&mut self, port: u16) {
-        let mut child = Command::new(workspace_bin("hello-provider"))
+        let mut child = self
+            .kind
+            .command()
             .args([
                 "--listen",
                 &format!("127.0.0.1:{port}"),
                 "--name",
-                "hello-rs",
+                self.kind.name(),
                 "--log-file",
                 &self.log.to_string_lossy(),
                 "--metric-interval-ms",
@@ -134,8 +173,17 @@ async fn metric(gw: &Gateway, series: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn grpc_tools_are_listed_and_called_with_errors_mapped_and_outputs_checked() {
+    tools_listed_called_errors_mapped_outputs_checked(Kind::Rust).await;
+}
+
+#[tokio::test]
+async fn hello_py_tools_are_listed_and_called_with_errors_mapped_and_outputs_checked() {
+    tools_listed_called_errors_mapped_outputs_checked(Kind::Python).await;
+}
+
+async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
-    let provider = HelloProvider::start(&dir.path().join("hello.log"));
+    let provider = HelloProvider::start(kind, &dir.path().join("hello.log"));
     let gw = Gateway::start("grpc", &config(provider.port, ", deadline_ms: 1000")).await;
 
     let tools = get(&gw, "/tools").await;
@@ -165,7 +213,7 @@ async fn grpc_tools_are_listed_and_called_with_errors_mapped_and_outputs_checked
     answer.assert_envelope();
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body["data"]["message"], "hi");
-    assert_eq!(answer.body["data"]["provider"], "hello-rs");
+    assert_eq!(answer.body["data"]["provider"], kind.name());
     let seen = eventually(Duration::from_secs(5), "the call in the provider's log", || async {
         provider
             .log_lines()
@@ -214,8 +262,17 @@ async fn grpc_tools_are_listed_and_called_with_errors_mapped_and_outputs_checked
 
 #[tokio::test]
 async fn a_killed_provider_is_error_and_fails_fast_then_connected_again_on_its_port() {
+    killed_then_restarted(Kind::Rust).await;
+}
+
+#[tokio::test]
+async fn hello_py_killed_is_error_and_fails_fast_then_connected_again_on_its_port() {
+    killed_then_restarted(Kind::Python).await;
+}
+
+async fn killed_then_restarted(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
-    let mut provider = HelloProvider::start(&dir.path().join("hello.log"));
+    let mut provider = HelloProvider::start(kind, &dir.path().join("hello.log"));
     let gw = Gateway::start("grpc", &config(provider.port, ", max_retries: 1000")).await;
     let echo = served(&gw, "echo.v1").await;
     assert_eq!(call(&gw, &echo, json!({"message": "a"})).await.status, 200);
@@ -247,7 +304,7 @@ async fn a_killed_provider_is_error_and_fails_fast_then_connected_again_on_its_p
 #[tokio::test]
 async fn past_max_retries_the_provider_is_disconnected_and_a_call_brings_it_back() {
     let dir = tempfile::tempdir().unwrap();
-    let mut provider = HelloProvider::start(&dir.path().join("hello.log"));
+    let mut provider = HelloProvider::start(Kind::Rust, &dir.path().join("hello.log"));
     let gw = Gateway::start("grpc", &config(provider.port, ", max_retries: 2")).await;
     let echo = served(&gw, "echo.v1").await;
 
@@ -277,7 +334,7 @@ async fn past_max_retries_the_provider_is_disconnected_and_a_call_brings_it_back
 #[tokio::test]
 async fn cloudevents_are_counted_and_reach_mcp_sessions_as_log_messages() {
     let dir = tempfile::tempdir().unwrap();
-    let provider = HelloProvider::start(&dir.path().join("hello.log"));
+    let provider = HelloProvider::start(Kind::Rust, &dir.path().join("hello.log"));
     let gw = Gateway::start("grpc", &config(provider.port, "")).await;
     let echo = served(&gw, "echo.v1").await;
 
