@@ -7,6 +7,7 @@
 
 pub mod admission;
 mod call;
+mod catalog;
 pub mod client;
 mod health;
 pub mod keys;
