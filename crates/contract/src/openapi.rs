@@ -27,9 +27,9 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, ProviderHealth, ToolFailure, ToolHealth, ToolRequest,
-    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
+    CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
+    Envelope, ErrorCode, HealthResponse, HealthStatus, Meta, NameConflict, ProviderHealth,
+    ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.

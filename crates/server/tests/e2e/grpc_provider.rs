@@ -138,7 +138,11 @@ async fn served(gw: &Gateway, upstream: &str) -> String {
         .unwrap()
         .iter()
         .filter_map(|t| t["name"].as_str())
-        .find(|n| candidates.iter().any(|c| n == c || n.ends_with(&format!("_{c}"))))
+        .find(|n| {
+            candidates
+                .iter()
+                .any(|c| n == c || n.ends_with(&format!("_{c}")))
+        })
         .unwrap_or_else(|| panic!("no tool for {upstream}: {}", tools.body))
         .to_owned()
 }
@@ -195,7 +199,11 @@ async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
         .find(|t| t["name"] == echo.as_str())
         .unwrap()
         .clone();
-    assert_eq!(listed["input_schema"]["required"], json!(["message"]), "{listed}");
+    assert_eq!(
+        listed["input_schema"]["required"],
+        json!(["message"]),
+        "{listed}"
+    );
     assert!(listed["output_schema"].is_object(), "{listed}");
 
     // A call, its correlation id and traceparent in the provider's own log.
@@ -214,12 +222,16 @@ async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body["data"]["message"], "hi");
     assert_eq!(answer.body["data"]["provider"], kind.name());
-    let seen = eventually(Duration::from_secs(5), "the call in the provider's log", || async {
-        provider
-            .log_lines()
-            .into_iter()
-            .find(|l| l["correlation_id"] == request_id.as_str())
-    })
+    let seen = eventually(
+        Duration::from_secs(5),
+        "the call in the provider's log",
+        || async {
+            provider
+                .log_lines()
+                .into_iter()
+                .find(|l| l["correlation_id"] == request_id.as_str())
+        },
+    )
     .await;
     let traceparent = seen["traceparent"].as_str().unwrap_or_default();
     assert!(
@@ -229,26 +241,52 @@ async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
 
     // The provider's INTERNAL → EXECUTION_ERROR with its message.
     let fail = call(&gw, &served(&gw, "fail.v1").await, json!({})).await;
-    assert_eq!((fail.status.as_u16(), fail.code()), (500, "EXECUTION_ERROR"));
-    assert!(fail.body["error"].as_str().unwrap().contains("INTERNAL"), "{}", fail.body);
+    assert_eq!(
+        (fail.status.as_u16(), fail.code()),
+        (500, "EXECUTION_ERROR")
+    );
+    assert!(
+        fail.body["error"].as_str().unwrap().contains("INTERNAL"),
+        "{}",
+        fail.body
+    );
 
     // Past the deadline (deadline_ms 1000) → TIMEOUT, well before the 5 s the tool asked for.
     let slow = served(&gw, "slow.v1").await;
     let started = Instant::now();
     let late = call(&gw, &slow, json!({"ms": 5000})).await;
-    assert_eq!((late.status.as_u16(), late.code()), (504, "TIMEOUT"), "{}", late.body);
-    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert_eq!(
+        (late.status.as_u16(), late.code()),
+        (504, "TIMEOUT"),
+        "{}",
+        late.body
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     let quick = call(&gw, &slow, json!({"ms": 10})).await;
     assert_eq!(quick.body["data"]["slept_ms"], 10, "{}", quick.body);
 
     // A result that violates the tool's output schema is refused.
     let bad = call(&gw, &served(&gw, "bad_output.v1").await, json!({})).await;
     assert_eq!((bad.status.as_u16(), bad.code()), (500, "EXECUTION_ERROR"));
-    assert!(bad.body["error"].as_str().unwrap().contains("output schema"), "{}", bad.body);
+    assert!(
+        bad.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("output schema"),
+        "{}",
+        bad.body
+    );
 
     // Arguments the input schema refuses never reach the provider.
     let invalid = call(&gw, &echo, json!({})).await;
-    assert_eq!((invalid.status.as_u16(), invalid.code()), (400, "INVALID_ARGUMENTS"));
+    assert_eq!(
+        (invalid.status.as_u16(), invalid.code()),
+        (400, "INVALID_ARGUMENTS")
+    );
 
     let health = provider_state(&gw).await;
     assert_eq!(health["state"], "CONNECTED", "{health}");
@@ -282,14 +320,25 @@ async fn killed_then_restarted(kind: Kind) {
     assert!(entry["last_error"].is_string(), "{entry}");
     let started = Instant::now();
     let refused = call(&gw, &echo, json!({"message": "b"})).await;
-    assert!(started.elapsed() < Duration::from_millis(500), "fails fast: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "fails fast: {:?}",
+        started.elapsed()
+    );
     assert_eq!(refused.code(), "EXECUTION_ERROR", "{}", refused.body);
     let error = refused.body["error"].as_str().unwrap();
     assert!(error.contains("ERROR since"), "names the state: {error}");
     let health = get(&gw, "/health").await;
-    assert_eq!(health.report()["dependencies"]["hello"]["status"], "unavailable");
     assert_eq!(
-        metric(&gw, "mcp_http_gateway_provider_state{provider=\"hello\",service=\"grpc\",state=\"ERROR\"}").await,
+        health.report()["dependencies"]["hello"]["status"],
+        "unavailable"
+    );
+    assert_eq!(
+        metric(
+            &gw,
+            "mcp_http_gateway_provider_state{provider=\"hello\",service=\"grpc\",state=\"ERROR\"}"
+        )
+        .await,
         Some(1.0)
     );
 
@@ -322,7 +371,10 @@ async fn past_max_retries_the_provider_is_disconnected_and_a_call_brings_it_back
     provider.restart();
     let refused = call(&gw, &echo, json!({"message": "x"})).await;
     assert!(
-        refused.body["error"].as_str().unwrap().contains("DISCONNECTED"),
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("DISCONNECTED"),
         "{}",
         refused.body
     );

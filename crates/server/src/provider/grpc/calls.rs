@@ -113,7 +113,10 @@ impl Inner {
         deadline: Duration,
     ) -> ToolError {
         if is_transport(status) {
-            let why = format!("the connection failed during a call: {}", status_text(status));
+            let why = format!(
+                "the connection failed during a call: {}",
+                status_text(status)
+            );
             self.connection_failed(link.generation, why);
             return ToolError::Unavailable(self.not_connected());
         }
@@ -175,9 +178,13 @@ impl Inner {
             uri: uri.to_owned(),
         };
         let answer = self
-            .unary("ReadResource", uri, message, cx, |mut client, request| async move {
-                client.read_resource(request).await
-            })
+            .unary(
+                "ReadResource",
+                uri,
+                message,
+                cx,
+                |mut client, request| async move { client.read_resource(request).await },
+            )
             .await?;
         Ok(answer.contents.into_iter().map(contents).collect())
     }
@@ -193,9 +200,13 @@ impl Inner {
             arguments_json: Value::Object(args).to_string(),
         };
         let answer = self
-            .unary("GetPrompt", name, message, cx, |mut client, request| async move {
-                client.get_prompt(request).await
-            })
+            .unary(
+                "GetPrompt",
+                name,
+                message,
+                cx,
+                |mut client, request| async move { client.get_prompt(request).await },
+            )
             .await?;
         Ok(PromptResult {
             description: (!answer.description.is_empty()).then_some(answer.description),
@@ -221,9 +232,13 @@ impl Inner {
             arguments_json: Value::Object(args).to_string(),
         };
         let answer = self
-            .unary("InvokeTool", tool, message, cx, |mut client, request| async move {
-                client.invoke_tool(request).await
-            })
+            .unary(
+                "InvokeTool",
+                tool,
+                message,
+                cx,
+                |mut client, request| async move { client.invoke_tool(request).await },
+            )
             .await?;
         serde_json::from_str::<Value>(&answer.result_json).map_err(|e| {
             ToolError::Execution(format!("'{tool}' answered a result that is not JSON: {e}"))
@@ -260,7 +275,12 @@ mod tests {
     /// Each row of the table: the gRPC code, the error it becomes, the contract code.
     #[test]
     fn invalid_argument_is_invalid_arguments() {
-        let e = tool_error("echo.v1", Code::InvalidArgument, "message is required", DEADLINE);
+        let e = tool_error(
+            "echo.v1",
+            Code::InvalidArgument,
+            "message is required",
+            DEADLINE,
+        );
         assert!(matches!(&e, ToolError::InvalidArguments(m) if m.contains("message is required")));
         assert_eq!(e.code(), ErrorCode::InvalidArguments);
     }
@@ -313,7 +333,9 @@ mod tests {
 
     #[test]
     fn a_status_of_the_provider_is_not_a_transport_failure_but_one_from_an_error_is() {
-        assert!(!is_transport(&tonic::Status::unavailable("provider says so")));
+        assert!(!is_transport(&tonic::Status::unavailable(
+            "provider says so"
+        )));
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         assert!(is_transport(&tonic::Status::from_error(Box::new(io))));
     }

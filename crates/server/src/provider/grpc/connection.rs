@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use contract::{ConnectionState, DependencyState, DependencyStatus, ProviderHealth};
+use futures::future::BoxFuture;
+use provider_proto::health::pb::HealthCheckRequest;
 use provider_proto::health::pb::health_check_response::ServingStatus;
 use provider_proto::health::pb::health_client::HealthClient;
-use provider_proto::health::pb::HealthCheckRequest;
 use provider_proto::v1::ListCapabilitiesRequest;
 use provider_proto::v1::provider_client::ProviderClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -236,7 +236,12 @@ impl Inner {
             ProviderClient::new(channel.clone()).list_capabilities(request),
         )
         .await
-        .map_err(|_| format!("ListCapabilities not answered within {} s", CHECK_TIMEOUT.as_secs()))?
+        .map_err(|_| {
+            format!(
+                "ListCapabilities not answered within {} s",
+                CHECK_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|s| format!("ListCapabilities failed: {}", status_text(&s)))?;
         let capabilities = Capabilities::read(listed.into_inner(), &self.service, &self.name);
         self.heartbeat(&channel).await?;
@@ -281,10 +286,11 @@ impl Inner {
         });
         let budget = self.heartbeat_every.min(CHECK_TIMEOUT);
         request.set_timeout(budget);
-        let answer = tokio::time::timeout(budget, HealthClient::new(channel.clone()).check(request))
-            .await
-            .map_err(|_| format!("heartbeat not answered within {} ms", budget.as_millis()))?
-            .map_err(|s| format!("heartbeat failed: {}", status_text(&s)))?;
+        let answer =
+            tokio::time::timeout(budget, HealthClient::new(channel.clone()).check(request))
+                .await
+                .map_err(|_| format!("heartbeat not answered within {} ms", budget.as_millis()))?
+                .map_err(|s| format!("heartbeat failed: {}", status_text(&s)))?;
         let status = answer.into_inner().status;
         if status != ServingStatus::Serving as i32 {
             let name = ServingStatus::try_from(status)
@@ -500,8 +506,11 @@ mod tests {
     #[test]
     fn plaintext_without_tls_and_https_with_it() {
         let dir = tempfile::tempdir().unwrap();
-        let (address, plain) =
-            endpoint(dir.path(), &entry("{name: p, address: \"127.0.0.1:50051\"}")).unwrap();
+        let (address, plain) = endpoint(
+            dir.path(),
+            &entry("{name: p, address: \"127.0.0.1:50051\"}"),
+        )
+        .unwrap();
         assert_eq!(address, "127.0.0.1:50051");
         assert_eq!(plain.uri().scheme_str(), Some("http"));
         std::fs::write(dir.path().join("ca.pem"), "not a certificate yet").unwrap();

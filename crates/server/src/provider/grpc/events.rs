@@ -174,12 +174,21 @@ mod tests {
         assert_eq!(event.source, "hello-rs");
         for (bad, says) in [
             (r#"{"id":"1","source":"s","type":"t"}"#, "specversion"),
-            (r#"{"specversion":"0.3","id":"1","source":"s","type":"t"}"#, "0.3"),
+            (
+                r#"{"specversion":"0.3","id":"1","source":"s","type":"t"}"#,
+                "0.3",
+            ),
             (r#"{"specversion":"1.0","source":"s","type":"t"}"#, "`id`"),
             (r#"{"specversion":"1.0","id":"1","type":"t"}"#, "`source`"),
             (r#"{"specversion":"1.0","id":"1","source":"s"}"#, "`type`"),
-            (r#"{"specversion":"1.0","id":"","source":"s","type":"t"}"#, "`id`"),
-            (r#"{"specversion":"1.0","id":7,"source":"s","type":"t"}"#, "`id`"),
+            (
+                r#"{"specversion":"1.0","id":"","source":"s","type":"t"}"#,
+                "`id`",
+            ),
+            (
+                r#"{"specversion":"1.0","id":7,"source":"s","type":"t"}"#,
+                "`id`",
+            ),
             ("[1]", "object"),
             ("{", "JSON"),
         ] {

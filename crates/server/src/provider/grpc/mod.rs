@@ -94,8 +94,7 @@ impl GrpcProvider {
             provider: name.clone(),
             message,
         };
-        let (address, endpoint) =
-            connection::endpoint(&service.base_dir, config).map_err(error)?;
+        let (address, endpoint) = connection::endpoint(&service.base_dir, config).map_err(error)?;
         let inner = Inner {
             name: name.clone(),
             service: service.service.name.to_string(),
