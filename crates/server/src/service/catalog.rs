@@ -85,7 +85,10 @@ impl Service {
     /// GET /resources.
     pub async fn resources(&self) -> ResourcesResponse {
         let mut resources = Vec::new();
-        for (provider, items) in self.list_each("resources/list", |p| p.list_resources()).await {
+        for (provider, items) in self
+            .list_each("resources/list", |p| p.list_resources())
+            .await
+        {
             resources.extend(items.into_iter().map(|mut r| {
                 r.qualified_name = qualified(provider.name(), &r.name);
                 r.provider = provider.name().to_owned();
@@ -152,7 +155,9 @@ impl Service {
                     )
                 });
         }
-        let listing = self.list_each("resources/list", |p| p.list_resources()).await;
+        let listing = self
+            .list_each("resources/list", |p| p.list_resources())
+            .await;
         if let Some((provider, _)) = listing
             .into_iter()
             .find(|(_, items)| items.iter().any(|r| r.uri == uri))
@@ -225,7 +230,10 @@ impl Service {
         });
         let found = found.or_else(|| {
             listed.iter().find_map(|(provider, prompts)| {
-                prompts.iter().find(|p| p.name == name).map(|p| (provider, p))
+                prompts
+                    .iter()
+                    .find(|p| p.name == name)
+                    .map(|p| (provider, p))
             })
         });
         let Some((provider, prompt)) = found else {
@@ -281,17 +289,20 @@ impl Service {
             depth: config.limits.queue_depth,
             timeout: config.limits.queue_timeout,
         };
-        self.admission.admit(&gates, bounds).await.map_err(|refusal| {
-            self.metrics.admission_rejected(refusal.scope().as_str());
-            let mut f = CallFailure::new(
-                ErrorCode::ServiceUnavailable,
-                format!(
-                    "'{what}' was not admitted: {refusal}; retry after {RETRY_AFTER_SECONDS} s"
-                ),
-            );
-            f.retry_after = Some(RETRY_AFTER_SECONDS);
-            f
-        })
+        self.admission
+            .admit(&gates, bounds)
+            .await
+            .map_err(|refusal| {
+                self.metrics.admission_rejected(refusal.scope().as_str());
+                let mut f = CallFailure::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!(
+                        "'{what}' was not admitted: {refusal}; retry after {RETRY_AFTER_SECONDS} s"
+                    ),
+                );
+                f.retry_after = Some(RETRY_AFTER_SECONDS);
+                f
+            })
     }
 }
 

@@ -29,6 +29,7 @@ mod openapi_fidelity;
 mod openapi_fuzz;
 mod output_schemas;
 mod request_ids;
+mod resources_prompts;
 mod security;
 mod shipped_services;
 mod tool_names;

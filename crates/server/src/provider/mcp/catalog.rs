@@ -35,9 +35,7 @@ impl Inner {
                 self.name
             )));
         };
-        let offers = peer
-            .peer_info()
-            .is_some_and(|info| has(&info.capabilities));
+        let offers = peer.peer_info().is_some_and(|info| has(&info.capabilities));
         Ok(offers.then_some((peer, generation)))
     }
 
@@ -129,7 +127,9 @@ impl Inner {
         let Some((peer, generation)) = self.peer_offering(|c| c.resources.is_some())? else {
             return Err(ToolError::NotFound(uri.to_owned()));
         };
-        let span = cx.trace.child("resources/read".to_owned(), SpanKind::Client);
+        let span = cx
+            .trace
+            .child("resources/read".to_owned(), SpanKind::Client);
         let params = ReadResourceRequestParams::new(uri).with_meta(trace_meta(span.context()));
         // Dropping the request on timeout sends notifications/cancelled upstream (rmcp).
         let read = tokio::time::timeout(cx.timeout, peer.read_resource(params))
@@ -176,7 +176,9 @@ impl Inner {
         let Some((peer, generation)) = self.peer_offering(|c| c.prompts.is_some())? else {
             return Err(ToolError::NotFound(name.to_owned()));
         };
-        let span = cx.trace.child(format!("prompts/get {name}"), SpanKind::Client);
+        let span = cx
+            .trace
+            .child(format!("prompts/get {name}"), SpanKind::Client);
         let params = GetPromptRequestParams::new(name)
             .with_arguments(string_arguments(args))
             .with_meta(trace_meta(span.context()));
