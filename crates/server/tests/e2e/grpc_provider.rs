@@ -445,3 +445,102 @@ async fn cloudevents_are_counted_and_reach_mcp_sessions_as_log_messages() {
         "a structured line per event"
     );
 }
+
+#[tokio::test]
+async fn grpc_resources_are_listed_and_read_and_prompts_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = HelloProvider::start(Kind::Rust, &dir.path().join("hello.log"));
+    let gw = Gateway::start("grpc", &config(provider.port, "")).await;
+
+    let listed = get(&gw, "/resources").await;
+    let greeting = listed.body["data"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["uri"] == "hello://greeting")
+        .unwrap_or_else(|| panic!("{}", listed.body))
+        .clone();
+    assert_eq!(greeting["provider"], "hello", "{greeting}");
+    assert_eq!(greeting["mime_type"], "text/plain", "{greeting}");
+    let templates = get(&gw, "/resource-templates").await;
+    assert!(
+        templates.body["data"]["resource_templates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["uri_template"] == "hello://greeting/{name}"),
+        "{}",
+        templates.body
+    );
+
+    // A read carries the correlation id to the provider like a call.
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let read = Answer::from(
+        reqwest::Client::new()
+            .get(gw.url("/resources/read?uri=hello://greeting"))
+            .header("x-request-id", &request_id)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    read.assert_envelope();
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(
+        read.body["data"]["contents"][0]["text"],
+        "Hello from hello-rs!"
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the read in the provider's log",
+        || async {
+            provider
+                .log_lines()
+                .into_iter()
+                .find(|l| l["correlation_id"] == request_id.as_str())
+        },
+    )
+    .await;
+    let by_template = get(&gw, "/resources/read?uri=hello://greeting/ada").await;
+    assert_eq!(
+        by_template.body["data"]["contents"][0]["text"], "Hello, ada! (from hello-rs)",
+        "{}",
+        by_template.body
+    );
+    // The provider's NOT_FOUND for a URI it was asked about.
+    let unknown = get(&gw, "/resources/read?uri=hello://nothing&provider=hello").await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert_eq!(unknown.code(), "RESOURCE_NOT_FOUND", "{}", unknown.body);
+
+    let prompts = get(&gw, "/prompts").await;
+    let plan = prompts.body["data"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["qualified_name"] == "hello.hello-plan")
+        .unwrap_or_else(|| panic!("{}", prompts.body))
+        .clone();
+    assert_eq!(plan["args_schema"]["required"], json!(["goal"]), "{plan}");
+    let name = plan["name"].as_str().unwrap();
+    let rendered = post_json(
+        &gw,
+        &format!("/prompts/{name}"),
+        &json!({"goal": "ship it", "steps": 3}),
+    )
+    .await;
+    assert_eq!(rendered.status, 200, "{}", rendered.body);
+    let text = rendered.body["data"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("ship it") && text.contains('3'), "{text}");
+    // Checked by the gateway against args_schema before the call.
+    for bad in [json!({}), json!({"goal": "x", "steps": 11})] {
+        let refused = post_json(&gw, &format!("/prompts/{name}"), &bad).await;
+        assert_eq!(
+            refused.code(),
+            "INVALID_ARGUMENTS",
+            "{bad}: {}",
+            refused.body
+        );
+    }
+}
