@@ -188,7 +188,13 @@ async fn hello_py_tools_are_listed_and_called_with_errors_mapped_and_outputs_che
 async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let provider = HelloProvider::start(kind, &dir.path().join("hello.log"));
-    let gw = Gateway::start("grpc", &config(provider.port, ", deadline_ms: 1000")).await;
+    // The invocation flow is at debug level under its own target.
+    let mut gw = Gateway::spawn_env(
+        "grpc",
+        &config(provider.port, ", deadline_ms: 1000"),
+        &[("RUST_LOG", "info,invocation=debug")],
+    );
+    gw.wait_running().await;
 
     let tools = get(&gw, "/tools").await;
     let echo = served(&gw, "echo.v1").await;
@@ -233,6 +239,17 @@ async fn tools_listed_called_errors_mapped_outputs_checked(kind: Kind) {
         },
     )
     .await;
+    let flow: Vec<String> = gw
+        .log_lines()
+        .iter()
+        .filter(|l| l["request_id"] == request_id.as_str() && l["target"] == "invocation")
+        .filter_map(|l| l["state"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        flow,
+        ["created", "validating", "routing", "executing", "completed"],
+        "the invocation flow of the call"
+    );
     let traceparent = seen["traceparent"].as_str().unwrap_or_default();
     assert!(
         traceparent.starts_with("00-") && traceparent.len() == 55,
