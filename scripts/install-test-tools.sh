@@ -8,7 +8,9 @@
 # openapi-python-client and mypy in .deps/openapi-venv, openapi-typescript and typescript in
 # .deps/openapi-ts, and Chromium (Swagger UI rendered headless) from the system's packages; and
 # Prometheus (the package ships `prometheus` and `promtool`: the metrics test scrapes the gateway
-# with a real one and lints /metrics with promtool).
+# with a real one and lints /metrics with promtool); and hello-py, the Python example gRPC
+# provider the provider tests start (examples/hello-py/install.sh: grpcio and friends, pinned,
+# in .deps/hello-py, with the Provider stubs generated from proto/).
 # Idempotent: a tool already there is left alone. Exit 1, saying what to do, when a tool cannot
 # be installed.
 set -euo pipefail
@@ -21,7 +23,8 @@ Makes sure `bats`, `shellcheck`, `chromium` and `prometheus` (with `promtool`) a
 apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
 in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
 in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
-.deps/openapi-ts. Prints what it does.
+.deps/openapi-ts, and that hello-py (grpcio, pinned, and its generated stubs) is in
+.deps/hello-py. Prints what it does.
 USAGE
 }
 
@@ -46,6 +49,9 @@ if [ "$("$venv/bin/mypy" --version 2>/dev/null | awk '{print $2}')" != "$MYPY_VE
 else
   say "mypy $MYPY_VERSION is installed ($venv/bin/mypy)"
 fi
+
+# hello-py, the example gRPC provider in Python: its own installer, also run by hand by users.
+"$(dirname "${BASH_SOURCE[0]}")/../examples/hello-py/install.sh" || exit 1
 
 # The per-service OpenAPI document's independent checks: a validator of OpenAPI 3.1 and a
 # Python client generator whose output mypy --strict type-checks, in a venv of their own.

@@ -19,8 +19,8 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
-    ToolFailure, ToolHealth, ToolStatus,
+    ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
+    HealthStatus, NameConflict, ProviderHealth, ToolFailure, ToolHealth, ToolStatus,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -27,11 +27,12 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage,
-    PromptResponse, PromptsResponse, ResourceContents, ResourceInfo, ResourceReadResponse,
-    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, ToolFailure, ToolHealth,
-    ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
+    CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
+    Envelope, ErrorCode, HealthResponse, HealthStatus, Meta, NameConflict, PromptArgument,
+    PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderHealth, ResourceContents,
+    ResourceInfo, ResourceReadResponse, ResourceTemplateInfo, ResourceTemplatesResponse,
+    ResourcesResponse, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
+    ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -636,6 +637,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
+        providers: BTreeMap::new(),
     }
 }
 
@@ -890,6 +892,8 @@ fn components() -> utoipa::openapi::Components {
         (PromptMessage::name(), PromptMessage::schema()),
         (PromptsResponse::name(), PromptsResponse::schema()),
         (PromptResponse::name(), PromptResponse::schema()),
+        (ProviderHealth::name(), ProviderHealth::schema()),
+        (ConnectionState::name(), ConnectionState::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

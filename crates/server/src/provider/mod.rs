@@ -6,6 +6,7 @@
 //! the service when its tool list changes.
 
 pub mod cypher;
+pub mod grpc;
 pub mod http;
 pub mod mcp;
 
@@ -14,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use contract::{
-    DependencyStatus, ErrorCode, PromptInfo, PromptResult, ResourceContents, ResourceInfo,
-    ResourceTemplateInfo, ToolSchema,
+    DependencyStatus, ErrorCode, PromptInfo, PromptResult, ProviderHealth, ResourceContents,
+    ResourceInfo, ResourceTemplateInfo, ToolSchema,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -194,6 +195,23 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The provider's own connection state (state, since, last error) for /health
+    /// `providers` and the state gauge of /metrics; `None` for kinds without a status machine.
+    fn connection_state(&self) -> Option<ProviderHealth> {
+        None
+    }
+
+    /// Events the provider sent, counted by type (gRPC `StreamEvents`); empty for other kinds.
+    fn events_received(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
+    /// Whether the provider sends events that reach MCP sessions as log messages (gRPC
+    /// `StreamEvents`), so the MCP surface advertises `logging`.
+    fn emits_events(&self) -> bool {
+        false
+    }
+
     /// Why this provider's tools may be missing from the list right now (an MCP server that
     /// is not connected has no known tools); `None` when its list is complete.
     fn missing_tools_reason(&self) -> Option<String> {
@@ -272,9 +290,6 @@ pub fn build(
             Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
-        ProviderConfig::Grpc(_) => Err(ProviderError::Config {
-            provider: config.name().to_string(),
-            message: "grpc providers are not supported by this build yet".into(),
-        }),
+        ProviderConfig::Grpc(grpc) => Ok(Arc::new(grpc::GrpcProvider::new(service, grpc, hooks)?)),
     }
 }

@@ -390,6 +390,11 @@ impl Service {
             .collect()
     }
 
+    /// Whether some provider sends events the MCP sessions get as log messages (gRPC).
+    pub fn has_event_sources(&self) -> bool {
+        self.toolset().providers.iter().any(|p| p.emits_events())
+    }
+
     /// The client MCP sessions of this service.
     pub fn downstreams(&self) -> &Downstreams {
         &self.downstreams

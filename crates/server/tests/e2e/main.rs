@@ -10,6 +10,7 @@ mod config_cli;
 mod conformance_runs;
 mod cypher_provider;
 mod error_codes;
+mod grpc_provider;
 mod harness;
 mod health;
 mod hosts;
