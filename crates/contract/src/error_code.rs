@@ -14,6 +14,10 @@ use utoipa::ToSchema;
 pub enum ErrorCode {
     /// The request names a tool this service does not have.
     ToolNotFound,
+    /// The request names a resource URI no provider of this service offers.
+    ResourceNotFound,
+    /// The request names a prompt this service does not have.
+    PromptNotFound,
     /// The tool's arguments fail its input schema; `meta.validation_errors` says where.
     InvalidArguments,
     /// The request itself is malformed: bad JSON, wrong content type, wrong shape, bad request id.
@@ -46,8 +50,10 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the documentation lists them.
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::ToolNotFound,
+        ErrorCode::ResourceNotFound,
+        ErrorCode::PromptNotFound,
         ErrorCode::InvalidArguments,
         ErrorCode::InvalidRequest,
         ErrorCode::Unauthorized,
@@ -67,6 +73,8 @@ impl ErrorCode {
     pub const fn http_status(self) -> u16 {
         match self {
             ErrorCode::ToolNotFound => 404,
+            ErrorCode::ResourceNotFound => 404,
+            ErrorCode::PromptNotFound => 404,
             ErrorCode::InvalidArguments => 400,
             ErrorCode::InvalidRequest => 400,
             ErrorCode::Unauthorized => 401,
@@ -87,6 +95,8 @@ impl ErrorCode {
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::ResourceNotFound => "RESOURCE_NOT_FOUND",
+            ErrorCode::PromptNotFound => "PROMPT_NOT_FOUND",
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
@@ -123,6 +133,12 @@ impl ErrorCode {
     pub const fn meaning(self) -> &'static str {
         match self {
             ErrorCode::ToolNotFound => "The request names a tool this service does not have.",
+            ErrorCode::ResourceNotFound => {
+                "No provider of this service lists the resource URI or has a template matching it (or the provider named by `provider` does not know it)."
+            }
+            ErrorCode::PromptNotFound => {
+                "The request names a prompt this service does not have (by served or qualified name)."
+            }
             ErrorCode::InvalidArguments => {
                 "The arguments fail the tool's input schema; meta.validation_errors lists every failing instance path."
             }
@@ -161,6 +177,8 @@ impl ErrorCode {
     pub const fn example_message(self) -> &'static str {
         match self {
             ErrorCode::ToolNotFound => "Tool 'no_such_tool' not found",
+            ErrorCode::ResourceNotFound => "Resource 'test://no/such/resource' not found",
+            ErrorCode::PromptNotFound => "Prompt 'no_such_prompt' not found",
             ErrorCode::InvalidArguments => "Arguments do not match the input schema of tool 'echo'",
             ErrorCode::InvalidRequest => {
                 "Request body is not valid JSON: expected value at line 1 column 1"
@@ -212,6 +230,8 @@ mod tests {
             table,
             vec![
                 ("TOOL_NOT_FOUND", 404),
+                ("RESOURCE_NOT_FOUND", 404),
+                ("PROMPT_NOT_FOUND", 404),
                 ("INVALID_ARGUMENTS", 400),
                 ("INVALID_REQUEST", 400),
                 ("UNAUTHORIZED", 401),

@@ -143,6 +143,61 @@ pub struct HealthResponse {
     /// and how each clash was settled; empty when there is none.
     #[serde(default)]
     pub conflicts: Vec<NameConflict>,
+    /// The connection state of each provider that keeps one of its own (`grpc` providers), by
+    /// provider name; absent when the service has none. Its `dependencies` entry says whether
+    /// calls can reach it; this says where its connection is in its state machine.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub providers: BTreeMap<String, ProviderHealth>,
+}
+
+/// Where a provider's connection is: `DISCONNECTED` (never connected, or given up after
+/// `max_retries` failed reconnects; probed slowly), `CONNECTED` (calls go through), `ERROR`
+/// (lost; reconnecting with backoff). Calls fail at once unless `CONNECTED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ConnectionState {
+    Disconnected,
+    Connected,
+    Error,
+}
+
+impl ConnectionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionState::Disconnected => "DISCONNECTED",
+            ConnectionState::Connected => "CONNECTED",
+            ConnectionState::Error => "ERROR",
+        }
+    }
+}
+
+/// A provider's own connection state (`grpc` providers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderHealth {
+    /// The provider's `kind` (`grpc`).
+    pub kind: String,
+    pub state: ConnectionState,
+    /// When it entered `state` (RFC 3339, UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub since: String,
+    /// The last failure seen on the connection (kept after it recovers, with `last_error_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When `last_error` happened (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_error_at: Option<String>,
+    /// Failed reconnect attempts in a row (0 while connected).
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub failed_attempts: u32,
+    /// Times the connection was made again after it was lost.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub reconnects: u64,
+    /// The provider's labels from its configuration (`metadata`: version, environment, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// How a clash of tool names was settled (`on_name_clash` of the service).

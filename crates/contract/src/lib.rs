@@ -8,7 +8,9 @@ pub mod envelope;
 pub mod error_code;
 pub mod health;
 pub mod openapi;
+pub mod prompt;
 pub mod registry;
+pub mod resource;
 pub mod service_document;
 pub mod strict_json;
 pub mod tool;
@@ -17,8 +19,15 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
-    ToolFailure, ToolHealth, ToolStatus,
+    ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
+    HealthStatus, NameConflict, ProviderHealth, ToolFailure, ToolHealth, ToolStatus,
+};
+pub use prompt::{
+    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,
+};
+pub use resource::{
+    ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
+    ResourceTemplatesResponse, ResourcesResponse,
 };
 pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
 pub use validation::ArgumentValidator;

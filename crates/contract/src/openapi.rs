@@ -27,9 +27,9 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest,
-    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
+    CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
+    Envelope, ErrorCode, HealthResponse, HealthStatus, Meta, NameConflict, ProviderHealth,
+    ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -490,6 +490,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
+        providers: BTreeMap::new(),
     }
 }
 
@@ -647,6 +648,8 @@ fn components() -> utoipa::openapi::Components {
         (ToolFailure::name(), ToolFailure::schema()),
         (NameConflict::name(), NameConflict::schema()),
         (ClashResolution::name(), ClashResolution::schema()),
+        (ProviderHealth::name(), ProviderHealth::schema()),
+        (ConnectionState::name(), ConnectionState::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

@@ -39,8 +39,9 @@ pub use self::naming::{
     Expose, IDENTIFIER_RULE, OnNameClash, Served, clash_prefix, is_identifier, served,
 };
 pub use self::provider::{
-    CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
-    McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
+    CypherProviderConfig, CypherTool, GrpcProviderConfig, GrpcTls, HttpProviderConfig, HttpTool,
+    HttpTransport, McpProviderConfig, McpTransport, OutputValidation, ProviderConfig,
+    StdioTransport,
 };
 pub use self::types::{Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use contract::{ErrorCode, HealthStatus, Meta, ToolRequest};
@@ -83,6 +84,82 @@ async fn run(
         Err(failure) => Reply::from(failure),
     };
     reply.with_tool(tool)
+}
+
+/// GET /resources: every provider's resources.
+pub async fn list_resources(State(service): State<Arc<Service>>) -> Reply {
+    Reply::ok(serde_json::to_value(service.resources().await).unwrap_or(Value::Null))
+}
+
+/// GET /resource-templates: every provider's resource templates.
+pub async fn list_resource_templates(State(service): State<Arc<Service>>) -> Reply {
+    Reply::ok(serde_json::to_value(service.resource_templates().await).unwrap_or(Value::Null))
+}
+
+/// The query of GET /resources/read.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadQuery {
+    uri: String,
+    /// The provider to ask, when several offer the URI (or none lists it).
+    provider: Option<String>,
+}
+
+/// GET /resources/read?uri=…[&provider=…].
+pub async fn read_resource(
+    State(service): State<Arc<Service>>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    trace: Option<axum::Extension<TraceContext>>,
+    query: Result<Query<ReadQuery>, QueryRejection>,
+) -> Reply {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(e) => {
+            return Reply::error(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "Invalid query: {} (expected uri=<URI>[&provider=<name>])",
+                    e.body_text()
+                ),
+            );
+        }
+    };
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
+    match service
+        .read_resource(
+            &query.uri,
+            query.provider.as_deref(),
+            request_id.as_str(),
+            &trace,
+        )
+        .await
+    {
+        Ok(data) => Reply::ok(serde_json::to_value(data).unwrap_or(Value::Null)),
+        Err(failure) => Reply::from(failure),
+    }
+}
+
+/// GET /prompts: every provider's prompts.
+pub async fn list_prompts(State(service): State<Arc<Service>>) -> Reply {
+    Reply::ok(serde_json::to_value(service.prompts().await).unwrap_or(Value::Null))
+}
+
+/// POST /prompts/{name}: the body is the arguments object (empty means `{}`).
+pub async fn get_prompt(
+    State(service): State<Arc<Service>>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    trace: Option<axum::Extension<TraceContext>>,
+    Path(name): Path<String>,
+    ArgumentsBody(arguments): ArgumentsBody,
+) -> Reply {
+    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
+    match service
+        .get_prompt(&name, arguments, request_id.as_str(), &trace)
+        .await
+    {
+        Ok(data) => Reply::ok(serde_json::to_value(data).unwrap_or(Value::Null)),
+        Err(failure) => Reply::from(failure),
+    }
 }
 
 pub async fn health(State(service): State<Arc<Service>>) -> Reply {

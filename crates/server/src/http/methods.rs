@@ -22,13 +22,22 @@ const MCP: &[Method] = &[Method::GET, Method::HEAD, Method::POST, Method::DELETE
 /// The methods a path takes besides OPTIONS; `None` for a path no route serves (404).
 pub fn allowed(path: &str) -> Option<&'static [Method]> {
     match path {
-        "/tools" | "/health" | "/openapi.json" | "/sse" | "/metrics" => Some(GET),
+        "/tools"
+        | "/health"
+        | "/openapi.json"
+        | "/sse"
+        | "/metrics"
+        | "/resources"
+        | "/resources/read"
+        | "/resource-templates"
+        | "/prompts" => Some(GET),
         "/call-tool" | "/messages" => Some(POST),
         "/mcp" => Some(MCP),
         _ if path.starts_with("/mcp/") => Some(MCP),
         _ if path == "/docs" || path.starts_with("/docs/") => Some(GET),
         _ if path
             .strip_prefix("/tools/")
+            .or_else(|| path.strip_prefix("/prompts/"))
             .is_some_and(|name| !name.is_empty() && !name.contains('/')) =>
         {
             Some(POST)
@@ -46,6 +55,10 @@ pub fn route(path: &str) -> &'static str {
         "/openapi.json" => "/openapi.json",
         "/metrics" => "/metrics",
         "/call-tool" => "/call-tool",
+        "/resources" => "/resources",
+        "/resources/read" => "/resources/read",
+        "/resource-templates" => "/resource-templates",
+        "/prompts" => "/prompts",
         "/sse" => "/sse",
         "/messages" => "/messages",
         "/mcp" => "/mcp",
@@ -56,6 +69,12 @@ pub fn route(path: &str) -> &'static str {
             .is_some_and(|name| !name.is_empty() && !name.contains('/')) =>
         {
             "/tools/{name}"
+        }
+        _ if path
+            .strip_prefix("/prompts/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/')) =>
+        {
+            "/prompts/{name}"
         }
         _ => "other",
     }
@@ -144,6 +163,7 @@ mod tests {
         assert_eq!(route("/tools/echo"), "/tools/{name}");
         assert_eq!(route("/tools/any-name_at.all"), "/tools/{name}");
         assert_eq!(route("/tools/a/b"), "other");
+        assert_eq!(route("/prompts/simple-prompt"), "/prompts/{name}");
         assert_eq!(route("/metrics"), "/metrics");
         assert_eq!(route("/docs/swagger-ui.css"), "/docs");
         assert_eq!(route("/mcp/"), "/mcp");
@@ -158,6 +178,10 @@ mod tests {
             "/sse",
             "/messages",
             "/mcp",
+            "/resources",
+            "/resources/read",
+            "/resource-templates",
+            "/prompts",
         ] {
             assert!(allowed(path).is_some(), "{path}");
             assert_eq!(route(path), path);

@@ -42,6 +42,14 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/tools", get(handlers::list_tools))
         .route("/call-tool", post(handlers::call_tool))
         .route("/tools/{name}", post(handlers::call_tool_by_name))
+        .route("/resources", get(handlers::list_resources))
+        .route("/resources/read", get(handlers::read_resource))
+        .route(
+            "/resource-templates",
+            get(handlers::list_resource_templates),
+        )
+        .route("/prompts", get(handlers::list_prompts))
+        .route("/prompts/{name}", post(handlers::get_prompt))
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route("/metrics", get(handlers::metrics))

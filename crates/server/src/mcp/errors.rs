@@ -44,6 +44,16 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
             "Unknown tool: {tool}",
         ),
+        // resources/read and prompts/get pass through to the MCP servers behind, which answer
+        // these themselves; the rows say what the gateway answers when none has it.
+        Code::ResourceNotFound => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
+            "Resource '{uri}' not found: {why}",
+        ),
+        Code::PromptNotFound => (
+            McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
+            "Unknown prompt: {name}",
+        ),
         // A tool outside the API key's scope is not in that client's tools/list, so it is
         // answered as a tool the client does not have (the same JSON-RPC code as an unknown
         // tool, which clients already handle), with `data.code` FORBIDDEN saying why, as 403
@@ -162,6 +172,8 @@ mod tests {
             table,
             vec![
                 (Code::ToolNotFound, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::ResourceNotFound, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::PromptNotFound, JsonRpc(jsonrpc::INVALID_PARAMS)),
                 (Code::InvalidArguments, ToolError),
                 (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
                 (Code::Unauthorized, Http),

@@ -139,7 +139,12 @@ impl ServerHandler for McpBridge {
             .iter()
             .filter_map(Upstream::capabilities)
             .collect();
-        InitializeResult::new(merged_capabilities(&upstreams))
+        let mut capabilities = merged_capabilities(&upstreams);
+        // A gRPC provider's CloudEvents reach the sessions as log messages.
+        if self.service.has_event_sources() {
+            capabilities.logging.get_or_insert_with(Default::default);
+        }
+        InitializeResult::new(capabilities)
         .with_server_info(Implementation::new(
             self.service.name.clone(),
             self.service.version.clone(),

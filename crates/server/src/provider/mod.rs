@@ -6,6 +6,7 @@
 //! the service when its tool list changes.
 
 pub mod cypher;
+pub mod grpc;
 pub mod http;
 pub mod mcp;
 
@@ -13,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::{DependencyStatus, ErrorCode, ToolSchema};
+use contract::{
+    DependencyStatus, ErrorCode, PromptInfo, PromptResult, ProviderHealth, ResourceContents,
+    ResourceInfo, ResourceTemplateInfo, ToolSchema,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -110,6 +114,50 @@ pub trait Provider: Send + Sync {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
+    /// The resources the provider offers now. `provider` and `qualified_name` may be left
+    /// empty: the service sets them. Default: none.
+    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// The resource templates the provider offers now (`provider`, `qualified_name` as for
+    /// [`Provider::list_resources`]). Default: none.
+    fn list_resource_templates(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// Reads one resource (a listed URI or one a template matches). An unknown URI is
+    /// [`ToolError::NotFound`] (the service answers it RESOURCE_NOT_FOUND). Must not hang past
+    /// `cx.timeout`. Default: every URI is unknown.
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
+        futures::future::ready(Err(ToolError::NotFound(uri.to_owned()))).boxed()
+    }
+
+    /// The prompts the provider offers now, each with its `args_schema` (`provider`,
+    /// `qualified_name` as for [`Provider::list_resources`]; `name` is the provider's own).
+    /// Default: none.
+    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+        futures::future::ready(Ok(Vec::new())).boxed()
+    }
+
+    /// Renders one prompt (`name` is the provider's own) with arguments that already passed
+    /// its `args_schema`. An unknown prompt is [`ToolError::NotFound`] (answered
+    /// PROMPT_NOT_FOUND). Must not hang past `cx.timeout`. Default: every prompt is unknown.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        _args: JsonObject,
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
+        futures::future::ready(Err(ToolError::NotFound(name.to_owned()))).boxed()
+    }
+
     /// The health of each dependency behind this provider, checked now.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
 
@@ -145,6 +193,23 @@ pub trait Provider: Send + Sync {
     /// dependency is a shared pool or client (their state is in the dependency checks).
     fn connection(&self) -> Option<Connection> {
         None
+    }
+
+    /// The provider's own connection state (state, since, last error) for /health
+    /// `providers` and the state gauge of /metrics; `None` for kinds without a status machine.
+    fn connection_state(&self) -> Option<ProviderHealth> {
+        None
+    }
+
+    /// Events the provider sent, counted by type (gRPC `StreamEvents`); empty for other kinds.
+    fn events_received(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
+    /// Whether the provider sends events that reach MCP sessions as log messages (gRPC
+    /// `StreamEvents`), so the MCP surface advertises `logging`.
+    fn emits_events(&self) -> bool {
+        false
     }
 
     /// Why this provider's tools may be missing from the list right now (an MCP server that
@@ -225,9 +290,6 @@ pub fn build(
             Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
-        ProviderConfig::Grpc(_) => Err(ProviderError::Config {
-            provider: config.name().to_string(),
-            message: "grpc providers are not supported by this build yet".into(),
-        }),
+        ProviderConfig::Grpc(grpc) => Ok(Arc::new(grpc::GrpcProvider::new(service, grpc, hooks)?)),
     }
 }

@@ -1,6 +1,10 @@
 //! One tool call: look the tool up, validate its arguments against the compiled schema, apply
 //! the tool's rate limit, be admitted ([`super::admission`]), run it on its provider within the
 //! tool's timeout, and say why when it fails.
+//!
+//! Each call's way through is logged as `invocation` events at debug level, with the request
+//! id: created → validating → routing → executing → completed | failed (the issue's flow; the
+//! request's own log line, at info, says how it ended).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -72,6 +76,29 @@ impl Service {
         trace: &TraceContext,
         progress: Option<ProgressSink>,
     ) -> Result<Value, CallFailure> {
+        flow(request_id, tool, "created", None);
+        let result = self
+            .run_call(tool, arguments, request_id, client, trace, progress)
+            .await;
+        match &result {
+            Ok(_) => flow(request_id, tool, "completed", None),
+            Err(f) => tracing::debug!(
+                target: "invocation", request_id, tool, state = "failed",
+                code = f.code.as_str(), "invocation failed: {}", f.message
+            ),
+        }
+        result
+    }
+
+    async fn run_call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        request_id: &str,
+        client: &Client,
+        trace: &TraceContext,
+        progress: Option<ProgressSink>,
+    ) -> Result<Value, CallFailure> {
         if !client.may_use(tool) {
             tracing::warn!(
                 client = client.as_str(),
@@ -103,6 +130,7 @@ impl Service {
         };
         let arguments = Value::Object(arguments);
         let provider = entry.provider.name();
+        flow(request_id, tool, "validating", Some(provider));
         if let Some(validator) = &entry.validator
             && let Err(issues) = validator.check(&arguments)
         {
@@ -121,6 +149,7 @@ impl Service {
         let Value::Object(arguments) = arguments else {
             unreachable!("built from an object above")
         };
+        flow(request_id, tool, "routing", Some(provider));
         let settings = self.settings();
         let plan = toolset.plans.get(tool);
         let timeout = plan.map_or(settings.config.limits.call_timeout, |p| p.limits.timeout);
@@ -157,6 +186,7 @@ impl Service {
             progress,
         };
         let _active = ActiveCall::start(&self.active_calls);
+        flow(request_id, tool, "executing", Some(provider));
         let started = Instant::now();
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
@@ -183,6 +213,11 @@ impl Service {
             .call_finished(tool, provider, Some(ran), failure);
         result
     }
+}
+
+/// One step of a call's way through (debug level, target `invocation`).
+fn flow(request_id: &str, tool: &str, state: &'static str, provider: Option<&str>) {
+    tracing::debug!(target: "invocation", request_id, tool, provider, state, "invocation {state}");
 }
 
 /// A call not admitted: 503 with `Retry-After`, saying where it waited.

@@ -132,6 +132,11 @@ impl Service {
             dependencies,
             tools,
             conflicts,
+            providers: toolset
+                .providers
+                .iter()
+                .filter_map(|p| Some((p.name().to_owned(), p.connection_state()?)))
+                .collect(),
         }
     }
 

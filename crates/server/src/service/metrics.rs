@@ -43,12 +43,22 @@ pub struct UpstreamScrape {
     pub restarts: u64,
 }
 
+/// A provider with a status machine (gRPC), as it is when scraped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderScrape {
+    pub provider: String,
+    pub state: contract::ConnectionState,
+    /// Events received, by type.
+    pub events: Vec<(String, u64)>,
+}
+
 /// What is read from the service when scraped.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     pub calls_in_flight: u64,
     pub calls_queued: u64,
     pub upstreams: Vec<UpstreamScrape>,
+    pub providers: Vec<ProviderScrape>,
     /// Each tool's statistics as GET /health's `data.tools` reports them.
     pub tools: BTreeMap<String, contract::ToolHealth>,
 }
@@ -301,7 +311,7 @@ impl ServiceMetrics {
         families.push(
             self.family(
                 "upstream_connected",
-                "1 while the provider's connection to its MCP server is up, else 0.",
+                "1 while the provider's connection to its upstream (MCP server, gRPC provider) is up, else 0.",
                 MetricType::GAUGE,
                 scrape
                     .upstreams
@@ -312,7 +322,7 @@ impl ServiceMetrics {
         );
         families.push(self.family(
             "upstream_restarts_total",
-            "Times the provider reconnected to its MCP server after losing it (a restarted child, for stdio).",
+            "Times the provider reconnected to its upstream (MCP server, gRPC provider) after losing it (a restarted child, for stdio).",
             MetricType::COUNTER,
             scrape
                 .upstreams
@@ -320,6 +330,7 @@ impl ServiceMetrics {
                 .map(|u| (upstream(u), u.restarts as f64))
                 .collect(),
         ));
+        families.extend(self.provider_families(&scrape.providers));
         // A family without samples (no MCP provider, no tools) is not valid text: leave it out.
         families.retain(|f| !f.get_metric().is_empty());
         families.sort_by(|a, b| a.name().cmp(b.name()));
@@ -330,6 +341,56 @@ impl ServiceMetrics {
             tracing::error!(service = %self.service, "rendering the metrics failed: {e}");
         }
         text
+    }
+
+    /// The status machine of each provider that has one, as GET /health's `data.providers`
+    /// says it (one series per state, 1 for the current one), and the events each sent.
+    fn provider_families(&self, providers: &[ProviderScrape]) -> Vec<MetricFamily> {
+        use contract::ConnectionState;
+        let states = providers
+            .iter()
+            .flat_map(|p| {
+                [
+                    ConnectionState::Disconnected,
+                    ConnectionState::Connected,
+                    ConnectionState::Error,
+                ]
+                .map(|s| {
+                    (
+                        vec![
+                            ("provider", p.provider.clone()),
+                            ("state", s.as_str().to_owned()),
+                        ],
+                        f64::from(u8::from(p.state == s)),
+                    )
+                })
+            })
+            .collect();
+        let events = providers
+            .iter()
+            .flat_map(|p| {
+                p.events.iter().map(|(kind, n)| {
+                    (
+                        vec![("provider", p.provider.clone()), ("type", kind.clone())],
+                        *n as f64,
+                    )
+                })
+            })
+            .collect();
+        vec![
+            self.family(
+                "provider_state",
+                "1 for the provider's current connection state (DISCONNECTED, CONNECTED, ERROR), 0 for the others (gRPC providers).",
+                MetricType::GAUGE,
+                states,
+            ),
+            self.family(
+                "provider_events_total",
+                "CloudEvents received from the provider's StreamEvents, by type (`invalid`: failed the CloudEvents 1.0 check; `other`: past 64 distinct types).",
+                MetricType::COUNTER,
+                events,
+            ),
+        ]
     }
 
     /// The per-tool statistics of GET /health (`data.tools`), as gauges labelled by tool: the
@@ -467,10 +528,23 @@ impl super::Service {
                 })
             })
             .collect();
+        let providers = self
+            .toolset()
+            .providers
+            .iter()
+            .filter_map(|p| {
+                Some(ProviderScrape {
+                    provider: p.name().to_owned(),
+                    state: p.connection_state()?.state,
+                    events: p.events_received(),
+                })
+            })
+            .collect();
         let scrape = Scrape {
             calls_in_flight: self.active_calls.load(std::sync::atomic::Ordering::Acquire),
             calls_queued: self.admission.waiting(),
             upstreams,
+            providers,
             tools: self.health().tools,
         };
         self.metrics.render(&scrape)
@@ -730,6 +804,11 @@ mod tests {
                     restarts: 0,
                 },
             ],
+            providers: vec![ProviderScrape {
+                provider: "hello".into(),
+                state: contract::ConnectionState::Error,
+                events: vec![("provider.tool.executed".into(), 3)],
+            }],
         };
         let text = ServiceMetrics::new("s").render(&scrape);
         for (series, value) in [
@@ -770,6 +849,18 @@ mod tests {
             (
                 "mcp_http_gateway_upstream_restarts_total{provider=\"up\",service=\"s\"}",
                 2.0,
+            ),
+            (
+                "mcp_http_gateway_provider_state{provider=\"hello\",service=\"s\",state=\"ERROR\"}",
+                1.0,
+            ),
+            (
+                "mcp_http_gateway_provider_state{provider=\"hello\",service=\"s\",state=\"CONNECTED\"}",
+                0.0,
+            ),
+            (
+                "mcp_http_gateway_provider_events_total{provider=\"hello\",service=\"s\",type=\"provider.tool.executed\"}",
+                3.0,
             ),
         ] {
             assert_eq!(sample(&text, series), Some(value), "{series}:\n{text}");

@@ -7,6 +7,7 @@
 
 pub mod admission;
 mod call;
+mod catalog;
 pub mod client;
 mod health;
 pub mod keys;
@@ -375,6 +376,11 @@ impl Service {
             .iter()
             .filter_map(|p| p.mcp_upstream())
             .collect()
+    }
+
+    /// Whether some provider sends events the MCP sessions get as log messages (gRPC).
+    pub fn has_event_sources(&self) -> bool {
+        self.toolset().providers.iter().any(|p| p.emits_events())
     }
 
     /// The client MCP sessions of this service.

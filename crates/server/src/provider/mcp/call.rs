@@ -197,7 +197,7 @@ impl Inner {
 /// as the parent) and `tracestate` keys that SEP-414 reserves in a request's `_meta`
 /// (modelcontextprotocol.io/seps/414-request-meta, part of the 2026-07-28 revision). Servers
 /// of earlier revisions ignore `_meta` keys they do not know.
-fn trace_meta(trace: &TraceContext) -> RequestMetaObject {
+pub(super) fn trace_meta(trace: &TraceContext) -> RequestMetaObject {
     let mut meta = RequestMetaObject::default();
     meta.set_traceparent(trace.traceparent());
     if let Some(state) = trace.tracestate() {

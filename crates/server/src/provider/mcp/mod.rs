@@ -4,12 +4,14 @@
 //! The [`supervisor`] owns the shared connection and reconnects with backoff; [`sessions`]
 //! opens one connection per client session for providers with `session_per_client`; [`call`]
 //! runs tools on a live connection and never waits for a reconnect: while the server is down
-//! calls fail at once with EXECUTION_ERROR. [`client`] is our side of the protocol (progress,
+//! calls fail at once with EXECUTION_ERROR; [`catalog`] lists, reads and renders its resources
+//! and prompts for the REST routes, the same way. [`client`] is our side of the protocol (progress,
 //! list changes, what the server sends its client), [`downstream`] the client sessions it goes
 //! to, [`result`] maps MCP's shapes onto the contract's, and [`upstream`] reaches the server.
 //! [`Upstream`] is what the MCP surface holds of a provider.
 
 mod call;
+mod catalog;
 mod client;
 pub mod downstream;
 mod result;
@@ -20,7 +22,10 @@ mod upstream;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use contract::{DependencyState, DependencyStatus, ToolSchema};
+use contract::{
+    DependencyState, DependencyStatus, PromptInfo, PromptResult, ResourceContents, ResourceInfo,
+    ResourceTemplateInfo, ToolSchema,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::{Peer, RoleClient};
@@ -163,6 +168,37 @@ impl Provider for McpProvider {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         self.inner.call(tool, args, cx).boxed()
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+        self.inner.list_resources().boxed()
+    }
+
+    fn list_resource_templates(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+        self.inner.list_resource_templates().boxed()
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
+        self.inner.read_resource(uri, cx).boxed()
+    }
+
+    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+        self.inner.list_prompts().boxed()
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        args: JsonObject,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
+        self.inner.get_prompt(name, args, cx).boxed()
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {

@@ -1,0 +1,485 @@
+//! Resources and prompts of the service's providers, for the REST routes: listed from every
+//! provider (in configuration order), a URI read on the provider that offers it, a prompt
+//! rendered after its arguments pass its `args_schema` — the same check and the same
+//! INVALID_ARGUMENTS details as a tool call.
+//!
+//! Which provider reads a URI: the one named by the caller (`provider`), else the first in
+//! configuration order that lists the URI, else the first with a template matching it; none
+//! is RESOURCE_NOT_FOUND without asking any. A prompt's served name is its provider's own
+//! name, answered by the first provider in configuration order that has it; the qualified name
+//! `{provider}.{name}` picks one exactly.
+//!
+//! Reads and renders are upstream work like a tool call: they are admitted (the provider's
+//! slots and the service's, the same queue) and bounded by the provider's timeout. Lists are
+//! not admitted (an MCP server answers them from memory, a gRPC provider's are cached) but
+//! bounded by the same timeout; a provider whose list fails is left out and logged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use contract::{
+    ArgumentValidator, ErrorCode, PromptInfo, PromptResponse, PromptsResponse,
+    ResourceReadResponse, ResourceTemplatesResponse, ResourcesResponse,
+};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::Service;
+use super::admission::{CallGates, QueueBounds, RETRY_AFTER_SECONDS, Scope};
+use super::call::CallFailure;
+use crate::provider::{CallContext, JsonObject, Provider, ToolError};
+use crate::telemetry::TraceContext;
+
+/// `{provider}.{name}`: the name that tells providers apart.
+pub fn qualified(provider: &str, name: &str) -> String {
+    format!("{provider}.{name}")
+}
+
+impl Service {
+    /// The providers in configuration order.
+    fn catalog_providers(&self) -> Vec<Arc<dyn Provider>> {
+        self.toolset().providers.clone()
+    }
+
+    /// How long one provider's resource or prompt request may take: its `limits.timeout_ms`,
+    /// else `limits.call_timeout_ms`.
+    fn catalog_timeout(&self, provider: &str) -> Duration {
+        let settings = self.settings();
+        let config = &settings.config;
+        config
+            .provider_entries()
+            .find(|p| p.name().as_str() == provider)
+            .and_then(|p| p.limits().timeout)
+            .unwrap_or(config.limits.call_timeout)
+    }
+
+    /// One list from every provider, in order; a provider that fails or times out is left
+    /// out (logged), as /tools leaves out a server that is not connected.
+    async fn list_each<T>(
+        &self,
+        what: &str,
+        list: impl for<'p> Fn(&'p dyn Provider) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
+    ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
+        let providers = self.catalog_providers();
+        let lists = futures::future::join_all(providers.iter().map(|p| {
+            let timeout = self.catalog_timeout(p.name());
+            let list = &list;
+            async move { tokio::time::timeout(timeout, list(p.as_ref())).await }
+        }))
+        .await;
+        let mut all = Vec::new();
+        for (provider, listed) in providers.into_iter().zip(lists) {
+            match listed {
+                Ok(Ok(items)) => all.push((provider, items)),
+                Ok(Err(e)) => {
+                    tracing::warn!(service = %self.name, provider = provider.name(), "{what} failed: {e}")
+                }
+                Err(_) => {
+                    tracing::warn!(service = %self.name, provider = provider.name(), "{what} timed out")
+                }
+            }
+        }
+        all
+    }
+
+    /// GET /resources.
+    pub async fn resources(&self) -> ResourcesResponse {
+        let mut resources = Vec::new();
+        for (provider, items) in self
+            .list_each("resources/list", |p| p.list_resources())
+            .await
+        {
+            resources.extend(items.into_iter().map(|mut r| {
+                r.qualified_name = qualified(provider.name(), &r.name);
+                r.provider = provider.name().to_owned();
+                r
+            }));
+        }
+        ResourcesResponse {
+            service: self.name.clone(),
+            resources,
+        }
+    }
+
+    /// GET /resource-templates.
+    pub async fn resource_templates(&self) -> ResourceTemplatesResponse {
+        let mut resource_templates = Vec::new();
+        let lists = self
+            .list_each("resources/templates/list", |p| p.list_resource_templates())
+            .await;
+        for (provider, items) in lists {
+            resource_templates.extend(items.into_iter().map(|mut t| {
+                t.qualified_name = qualified(provider.name(), &t.name);
+                t.provider = provider.name().to_owned();
+                t
+            }));
+        }
+        ResourceTemplatesResponse {
+            service: self.name.clone(),
+            resource_templates,
+        }
+    }
+
+    /// GET /prompts: every prompt with its served name (the provider's own) and qualified name.
+    pub async fn prompts(&self) -> PromptsResponse {
+        let mut prompts = Vec::new();
+        for (provider, items) in self.list_each("prompts/list", |p| p.list_prompts()).await {
+            prompts.extend(items.into_iter().map(|mut p| {
+                p.qualified_name = qualified(provider.name(), &p.name);
+                p.provider = provider.name().to_owned();
+                p
+            }));
+        }
+        PromptsResponse {
+            service: self.name.clone(),
+            prompts,
+        }
+    }
+
+    /// The provider that reads `uri`: `named` when given (it is asked even for a URI it does
+    /// not list), else the first listing it, else the first with a matching template.
+    async fn resource_provider(
+        &self,
+        uri: &str,
+        named: Option<&str>,
+    ) -> Result<Arc<dyn Provider>, CallFailure> {
+        let providers = self.catalog_providers();
+        if let Some(name) = named {
+            return providers
+                .into_iter()
+                .find(|p| p.name() == name)
+                .ok_or_else(|| {
+                    CallFailure::new(
+                        ErrorCode::InvalidRequest,
+                        format!("Service '{}' has no provider '{name}'", self.name),
+                    )
+                });
+        }
+        let listing = self
+            .list_each("resources/list", |p| p.list_resources())
+            .await;
+        if let Some((provider, _)) = listing
+            .into_iter()
+            .find(|(_, items)| items.iter().any(|r| r.uri == uri))
+        {
+            return Ok(provider);
+        }
+        let templates = self
+            .list_each("resources/templates/list", |p| p.list_resource_templates())
+            .await;
+        templates
+            .into_iter()
+            .find(|(_, items)| items.iter().any(|t| template_matches(&t.uri_template, uri)))
+            .map(|(provider, _)| provider)
+            .ok_or_else(|| not_found_resource(uri))
+    }
+
+    /// GET /resources/read?uri=…[&provider=…].
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        named: Option<&str>,
+        request_id: &str,
+        trace: &TraceContext,
+    ) -> Result<ResourceReadResponse, CallFailure> {
+        let provider = self.resource_provider(uri, named).await?;
+        let timeout = self.catalog_timeout(provider.name());
+        let _admitted = self.admit_catalog(provider.name(), uri).await?;
+        let cx = CallContext {
+            request_id: request_id.to_owned(),
+            trace: trace.clone(),
+            timeout,
+            progress: None,
+        };
+        // The provider enforces the timeout itself; this bound guards against one that does not.
+        let read = tokio::time::timeout(
+            timeout + Duration::from_secs(1),
+            provider.read_resource(uri, &cx),
+        )
+        .await
+        .unwrap_or(Err(ToolError::Timeout {
+            tool: uri.to_owned(),
+            ms: timeout.as_millis() as u64,
+        }));
+        match read {
+            Ok(contents) => Ok(ResourceReadResponse {
+                uri: uri.to_owned(),
+                provider: provider.name().to_owned(),
+                contents,
+            }),
+            Err(ToolError::NotFound(_)) => Err(not_found_resource(uri)),
+            Err(e) => Err(failure(e, &format!("Resource '{uri}'"), timeout)),
+        }
+    }
+
+    /// POST /prompts/{name}: `name` is a served or qualified name; the arguments must pass
+    /// the prompt's `args_schema`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        request_id: &str,
+        trace: &TraceContext,
+    ) -> Result<PromptResponse, CallFailure> {
+        let listed = self.list_each("prompts/list", |p| p.list_prompts()).await;
+        let found = listed.iter().find_map(|(provider, prompts)| {
+            prompts
+                .iter()
+                .find(|p| qualified(provider.name(), &p.name) == name)
+                .map(|p| (provider, p))
+        });
+        let found = found.or_else(|| {
+            listed.iter().find_map(|(provider, prompts)| {
+                prompts
+                    .iter()
+                    .find(|p| p.name == name)
+                    .map(|p| (provider, p))
+            })
+        });
+        let Some((provider, prompt)) = found else {
+            return Err(not_found_prompt(name));
+        };
+        check_prompt_arguments(prompt, &arguments)?;
+        let timeout = self.catalog_timeout(provider.name());
+        let _admitted = self.admit_catalog(provider.name(), name).await?;
+        let cx = CallContext {
+            request_id: request_id.to_owned(),
+            trace: trace.clone(),
+            timeout,
+            progress: None,
+        };
+        let got = tokio::time::timeout(
+            timeout + Duration::from_secs(1),
+            provider.get_prompt(&prompt.name, arguments, &cx),
+        )
+        .await
+        .unwrap_or(Err(ToolError::Timeout {
+            tool: name.to_owned(),
+            ms: timeout.as_millis() as u64,
+        }));
+        match got {
+            Ok(result) => Ok(PromptResponse {
+                prompt: prompt.name.clone(),
+                provider: provider.name().to_owned(),
+                description: result.description,
+                messages: result.messages,
+            }),
+            Err(ToolError::NotFound(_)) => Err(not_found_prompt(name)),
+            Err(e) => Err(failure(e, &format!("Prompt '{name}'"), timeout)),
+        }
+    }
+
+    /// The provider's slot and the service's, through the same queue as tool calls.
+    async fn admit_catalog(
+        &self,
+        provider: &str,
+        what: &str,
+    ) -> Result<super::admission::Admitted, CallFailure> {
+        let settings = self.settings();
+        let config = &settings.config;
+        let limit = config
+            .provider_entries()
+            .find(|p| p.name().as_str() == provider)
+            .and_then(|p| p.limits().max_concurrent);
+        let gates = CallGates {
+            tool: None,
+            provider: self.admission.gate(Scope::Provider, provider, limit),
+        };
+        let bounds = QueueBounds {
+            depth: config.limits.queue_depth,
+            timeout: config.limits.queue_timeout,
+        };
+        self.admission
+            .admit(&gates, bounds)
+            .await
+            .map_err(|refusal| {
+                self.metrics.admission_rejected(refusal.scope().as_str());
+                let mut f = CallFailure::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!(
+                        "'{what}' was not admitted: {refusal}; retry after {RETRY_AFTER_SECONDS} s"
+                    ),
+                );
+                f.retry_after = Some(RETRY_AFTER_SECONDS);
+                f
+            })
+    }
+}
+
+fn not_found_resource(uri: &str) -> CallFailure {
+    CallFailure::new(
+        ErrorCode::ResourceNotFound,
+        format!("Resource '{uri}' not found"),
+    )
+}
+
+fn not_found_prompt(name: &str) -> CallFailure {
+    CallFailure::new(
+        ErrorCode::PromptNotFound,
+        format!("Prompt '{name}' not found"),
+    )
+}
+
+/// A provider's failure of a read or render, in words about `what` (not a tool).
+fn failure(e: ToolError, what: &str, timeout: Duration) -> CallFailure {
+    match e {
+        ToolError::Timeout { .. } => CallFailure::new(
+            ErrorCode::Timeout,
+            format!(
+                "{what} did not answer within {} ms; the request was cancelled",
+                timeout.as_millis()
+            ),
+        ),
+        e => CallFailure::new(e.code(), e.to_string()),
+    }
+}
+
+/// The arguments against the prompt's `args_schema`, with the same details as a tool call's.
+fn check_prompt_arguments(prompt: &PromptInfo, arguments: &JsonObject) -> Result<(), CallFailure> {
+    let validator = ArgumentValidator::compile(&prompt.args_schema).map_err(|e| {
+        CallFailure::new(
+            ErrorCode::ExecutionError,
+            format!(
+                "Prompt '{}' has an args_schema that does not compile: {e}",
+                prompt.name
+            ),
+        )
+    })?;
+    validator
+        .check(&Value::Object(arguments.clone()))
+        .map_err(|issues| CallFailure {
+            code: ErrorCode::InvalidArguments,
+            message: format!(
+                "Arguments do not match the args_schema of prompt '{}': {} problem(s), see meta.validation_errors",
+                prompt.name,
+                issues.len()
+            ),
+            validation_errors: Some(issues),
+            retry_after: None,
+        })
+}
+
+/// Whether `uri` is one of the URIs an RFC 6570 template describes. Literal parts match
+/// exactly; `{var}` matches one or more characters other than `/`, `?` and `#`; `{+var}` and
+/// `{#var}` any characters; `{/var}`, `{.var}`, `{;var}` their prefix and a segment; `{?…}` and
+/// `{&…}` an optional query part. Enough to tell which provider a URI belongs to; the provider
+/// itself decides whether the URI names something.
+pub fn template_matches(template: &str, uri: &str) -> bool {
+    #[derive(Clone, Copy)]
+    enum Part<'a> {
+        Literal(&'a str),
+        /// A variable: its prefix character (if any), whether it may be empty, and whether it
+        /// may contain `/`, `?`, `#`.
+        Var {
+            prefix: Option<char>,
+            optional: bool,
+            reserved: bool,
+        },
+    }
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while !rest.is_empty() {
+        match rest.find('{') {
+            Some(0) => {
+                let Some(end) = rest.find('}') else {
+                    parts.push(Part::Literal(rest));
+                    break;
+                };
+                let op = rest[1..end].chars().next();
+                parts.push(match op {
+                    Some('+') | Some('#') => Part::Var {
+                        prefix: (op == Some('#')).then_some('#'),
+                        optional: false,
+                        reserved: true,
+                    },
+                    Some(c @ ('/' | '.' | ';')) => Part::Var {
+                        prefix: Some(c),
+                        optional: false,
+                        reserved: false,
+                    },
+                    Some('?') | Some('&') => Part::Var {
+                        prefix: op,
+                        optional: true,
+                        reserved: true,
+                    },
+                    _ => Part::Var {
+                        prefix: None,
+                        optional: false,
+                        reserved: false,
+                    },
+                });
+                rest = &rest[end + 1..];
+            }
+            Some(i) => {
+                parts.push(Part::Literal(&rest[..i]));
+                rest = &rest[i..];
+            }
+            None => {
+                parts.push(Part::Literal(rest));
+                rest = "";
+            }
+        }
+    }
+    fn go(parts: &[Part<'_>], uri: &str) -> bool {
+        let Some((first, more)) = parts.split_first() else {
+            return uri.is_empty();
+        };
+        match *first {
+            Part::Literal(l) => uri.strip_prefix(l).is_some_and(|u| go(more, u)),
+            Part::Var {
+                prefix,
+                optional,
+                reserved,
+            } => {
+                if optional && go(more, uri) {
+                    return true;
+                }
+                let body = match prefix {
+                    Some(p) => match uri.strip_prefix(p) {
+                        Some(b) => b,
+                        None => return false,
+                    },
+                    None => uri,
+                };
+                // Every non-empty value the variable could take, shortest first.
+                for (i, c) in body.char_indices() {
+                    if !reserved && matches!(c, '/' | '?' | '#') {
+                        return false;
+                    }
+                    let end = i + c.len_utf8();
+                    if go(more, &body[end..]) {
+                        return true;
+                    }
+                }
+                false
+            }
+        }
+    }
+    go(&parts, uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn uri_templates_match_what_they_describe() {
+        let t = "demo://resource/dynamic/text/{resourceId}";
+        assert!(template_matches(t, "demo://resource/dynamic/text/1"));
+        assert!(template_matches(t, "demo://resource/dynamic/text/abc"));
+        assert!(!template_matches(t, "demo://resource/dynamic/text/"));
+        assert!(!template_matches(t, "demo://resource/dynamic/text/1/2"));
+        assert!(!template_matches(t, "demo://resource/dynamic/blob/1"));
+        assert!(template_matches(
+            "hello://greeting/{name}",
+            "hello://greeting/ana"
+        ));
+        assert!(template_matches("file:///{+path}", "file:///a/b/c.txt"));
+        assert!(template_matches("x://{a}/{b}", "x://1/2"));
+        assert!(!template_matches("x://{a}/{b}", "x://1"));
+        assert!(template_matches("x://s{?q,r}", "x://s"));
+        assert!(template_matches("x://s{?q,r}", "x://s?q=1&r=2"));
+        assert!(template_matches("x://fixed", "x://fixed"));
+        assert!(!template_matches("x://fixed", "x://fixed2"));
+    }
+}
