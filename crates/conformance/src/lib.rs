@@ -1,10 +1,12 @@
 //! Conformance tester for the mcp-http-gateway contract: runs every check against a service at
 //! a URL — ours or anyone's — and reports what passed and what did not, with the request that
-//! shows each failure. The binary (`main.rs`) is a thin command line around [`run`].
+//! shows each failure; with `--grpc`, a provider of the gRPC Provider contract instead
+//! ([`grpc`]). The binary (`main.rs`) is a thin command line around [`run`].
 
 pub mod catalog;
 pub mod client;
 pub mod discovery;
+pub mod grpc;
 pub mod mcp;
 pub mod probes;
 pub mod report;

@@ -8,13 +8,34 @@ use std::time::Duration;
 use clap::Parser;
 
 /// Checks any running service — ours or anyone's, in any language — against the committed
-/// OpenAPI contract and says precisely what is wrong, with a curl command per failure.
+/// OpenAPI contract and says precisely what is wrong, with a curl command per failure; or,
+/// with --grpc, a provider of the gRPC Provider contract (proto/mcpgateway/provider/v1).
 #[derive(Parser)]
 #[command(name = "conformance", version)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["url", "grpc"])))]
 struct Cli {
     /// Base URL of the service, e.g. http://127.0.0.1:8001
     #[arg(long)]
-    url: String,
+    url: Option<String>,
+    /// Check a gRPC provider at HOST:PORT (plaintext) instead of an HTTP service.
+    #[arg(long, value_name = "HOST:PORT")]
+    grpc: Option<String>,
+    /// --grpc: a tool that outlives --deadline-ms when called with --slow-args, for the
+    /// deadline check (not run without it).
+    #[arg(long, value_name = "NAME", requires = "grpc")]
+    slow_tool: Option<String>,
+    /// --grpc: the arguments of --slow-tool, a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}", value_parser = parse_object, requires = "slow_tool")]
+    slow_args: serde_json::Value,
+    /// --grpc: the deadline of the slow call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    deadline_ms: u64,
+    /// --grpc: how late after its deadline the slow call's answer may arrive, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 250)]
+    deadline_margin_ms: u64,
+    /// --grpc: how long to wait for a first event from StreamEvents, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    event_wait_ms: u64,
     /// OpenAPI document to test against (default: the committed openapi/openapi.yaml, built in).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
@@ -67,30 +88,24 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let seed = cli.seed.unwrap_or_else(|| {
-        u64::from_le_bytes(
-            uuid::Uuid::new_v4().as_bytes()[..8]
-                .try_into()
-                .unwrap_or_default(),
-        )
-    });
-    let options = conformance::Options {
-        url: cli.url,
-        spec: cli.spec,
-        cases: cli.cases,
-        seed,
-        only_tools: cli.only_tool,
-        skip_tools: cli.skip_tool,
-        examples: cli.example,
-        allow_destructive: cli.allow_destructive,
-        allow_open_world: cli.allow_open_world,
-        no_call: cli.no_call,
-        mcp: cli.mcp,
-        max_body_bytes: cli.max_body_bytes,
-        timeout: Duration::from_secs(cli.timeout),
-        progress: !cli.quiet,
+    let report = match (&cli.grpc, &cli.url) {
+        (Some(address), _) => {
+            let options = conformance::grpc::GrpcOptions {
+                slow_tool: cli.slow_tool.clone(),
+                slow_args: cli.slow_args.clone(),
+                deadline: Duration::from_millis(cli.deadline_ms),
+                deadline_margin: Duration::from_millis(cli.deadline_margin_ms),
+                event_wait: Duration::from_millis(cli.event_wait_ms),
+                timeout: Duration::from_secs(cli.timeout),
+                progress: !cli.quiet,
+                ..conformance::grpc::GrpcOptions::new(address)
+            };
+            conformance::grpc::run(options)
+        }
+        (None, Some(url)) => run_http(&cli, url.clone()),
+        (None, None) => unreachable!("clap requires --url or --grpc"),
     };
-    let report = match conformance::run(options) {
+    let report = match report {
         Ok(report) => report,
         Err(e) => {
             eprintln!("conformance: {e}");
@@ -109,13 +124,43 @@ fn main() -> ExitCode {
         );
     }
     if !report.ok() {
-        println!("replay with --seed {seed}");
+        if cli.grpc.is_none() {
+            println!("replay with --seed {}", report.seed);
+        }
         ExitCode::FAILURE
     } else if write_failed {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The HTTP contract's checks.
+fn run_http(cli: &Cli, url: String) -> Result<conformance::Report, String> {
+    let seed = cli.seed.unwrap_or_else(|| {
+        u64::from_le_bytes(
+            uuid::Uuid::new_v4().as_bytes()[..8]
+                .try_into()
+                .unwrap_or_default(),
+        )
+    });
+    let options = conformance::Options {
+        url,
+        spec: cli.spec.clone(),
+        cases: cli.cases,
+        seed,
+        only_tools: cli.only_tool.clone(),
+        skip_tools: cli.skip_tool.clone(),
+        examples: cli.example.clone(),
+        allow_destructive: cli.allow_destructive,
+        allow_open_world: cli.allow_open_world,
+        no_call: cli.no_call,
+        mcp: cli.mcp,
+        max_body_bytes: cli.max_body_bytes,
+        timeout: Duration::from_secs(cli.timeout),
+        progress: !cli.quiet,
+    };
+    conformance::run(options)
 }
 
 /// Writes a report file, creating its folder; true when that failed.
@@ -142,4 +187,13 @@ fn parse_example(text: &str) -> Result<(String, serde_json::Value), String> {
         return Err(format!("the arguments of '{tool}' must be a JSON object"));
     }
     Ok((tool.to_owned(), arguments))
+}
+
+/// A JSON object.
+fn parse_object(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(_) => Err("expected a JSON object, e.g. {\"ms\": 5000}".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }

@@ -53,3 +53,12 @@ pub fn venv_python() -> String {
 pub fn litellm_bin() -> String {
     installed("litellm-venv/bin/litellm", "install-litellm.sh")
 }
+
+/// hello-py, the Python example gRPC provider: the venv's Python and the script to run with it
+/// (examples/hello-py/install.sh, which install-test-tools.sh runs, made the venv and stubs).
+pub fn hello_py() -> (String, String) {
+    let python = installed("hello-py/bin/python", "install-test-tools.sh");
+    installed("hello-py/stubs/mcpgateway", "install-test-tools.sh");
+    let script = repo().join("examples/hello-py/hello_py.py");
+    (python, script.to_string_lossy().into_owned())
+}

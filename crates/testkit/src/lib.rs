@@ -2,7 +2,8 @@
 //! generator's), so there is one of each: free loopback ports, child processes killed when the
 //! test ends, the workspace's built binaries, the servers `scripts/install-*.sh` installed,
 //! polling with a deadline (never a sleep as synchronisation), the shipped configurations on
-//! a port of the test's choosing, and a Bolt database with the fixture code graph.
+//! a port of the test's choosing, a Bolt database with the fixture code graph, and the example
+//! gRPC providers.
 
 pub mod bolt;
 pub mod checkout;
@@ -10,6 +11,7 @@ pub mod installed;
 pub mod poll;
 pub mod ports;
 pub mod process;
+pub mod providers;
 
 pub use bolt::BoltDb;
 pub use checkout::{BULK_RATE_LIMIT, repo, shipped_config};

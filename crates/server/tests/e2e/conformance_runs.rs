@@ -8,11 +8,19 @@ use crate::harness::*;
 
 /// Tools that are only slow under random inputs (a random `duration` in seconds), not wrong,
 /// and server-everything's `simulate-research-query`, which requires MCP task augmentation: a
-/// plain tools/call (and so POST /call-tool) can never run it.
-const SKIPPED: [&str; 3] = [
+/// plain tools/call (and so POST /call-tool) can never run it. And the hello service's tools
+/// that never succeed by design (fail.v1, bad_output.v1) or sleep a random time (slow.v1),
+/// served with the prefixes of config/hello.yaml.
+const SKIPPED: [&str; 9] = [
     "trigger-long-running-operation",
     "sleep",
     "simulate-research-query",
+    "rs_fail.v1",
+    "rs_bad_output.v1",
+    "rs_slow.v1",
+    "py_fail.v1",
+    "py_bad_output.v1",
+    "py_slow.v1",
 ];
 
 /// Known-good arguments for tools whose schema cannot say which inputs run (any string is a
@@ -64,7 +72,7 @@ fn keep(report: &conformance::Report, service: &str) {
 
 /// Each shipped service with its backend up where one can run here: ArcadeDB with the code
 /// graph fixture for code-graph-rag, the LiteLLM proxy for ai-gateway, the real MCP servers
-/// for everything. Every listed tool must be exercised (a tool whose calls never ran is not a
+/// for everything, the two example gRPC providers for hello. Every listed tool must be exercised (a tool whose calls never ran is not a
 /// pass). seekr and docwell have no backend on this machine: their MCP commands do not exist,
 /// so they list no tools and only their surface is checked.
 #[tokio::test(flavor = "multi_thread")]
@@ -83,7 +91,11 @@ async fn every_default_service_passes_with_its_backend() {
     assert!(!files.is_empty());
     let bolt = BoltDb::start();
     let llm = LiteLlm::start().await;
+    let hello_rs = testkit::providers::hello_rs(&[]);
+    let hello_py = testkit::providers::hello_py_provider(&[]);
     let env = [
+        ("HELLO_RS_ADDRESS", hello_rs.address.clone()),
+        ("HELLO_PY_ADDRESS", hello_py.address.clone()),
         ("MCP_EVERYTHING_JS", everything_js()),
         ("MCP_SERVER_TIME", time_bin()),
         ("AI_GATEWAY_BASE_URL", llm.base_url()),

@@ -25,8 +25,8 @@ async fn every_shipped_service_starts_from_the_folder() {
     }
     assert_eq!(
         ports.len(),
-        5,
-        "ai-gateway, code-graph-rag, seekr, docwell and the demo: {ports:?}"
+        6,
+        "ai-gateway, code-graph-rag, seekr, docwell, the demo and hello: {ports:?}"
     );
     let dead = free_port();
     let env = [
@@ -36,6 +36,8 @@ async fn every_shipped_service_starts_from_the_folder() {
         ("DOCWELL_MCP_COMMAND", "/nonexistent/docwell-mcp".to_owned()),
         ("MCP_EVERYTHING_JS", everything_js()),
         ("MCP_SERVER_TIME", time_bin()),
+        ("HELLO_RS_ADDRESS", format!("127.0.0.1:{dead}")),
+        ("HELLO_PY_ADDRESS", format!("127.0.0.1:{dead}")),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let args = vec![
