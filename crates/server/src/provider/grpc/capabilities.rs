@@ -105,6 +105,7 @@ fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, String> {
         input_schema,
         output_schema,
         annotations: None,
+        qualified_name: None,
     })
 }
 
