@@ -200,6 +200,34 @@ async fn fallback() -> Response {
     error(404, "NOT_FOUND", "nothing here")
 }
 
+/// resources-prompts: a resource whose qualified_name is not `{provider}.{name}` (and the
+/// unknown URI is the fallback's 404 NOT_FOUND, not RESOURCE_NOT_FOUND).
+async fn resources() -> Response {
+    envelope(
+        200,
+        json!({"success": true, "data": {"service": "broken", "resources": [
+            {"uri": "broken://r", "name": "r", "provider": "p", "qualified_name": "r"}
+        ]}, "meta": {"execution_time_ms": 0}}),
+        None,
+    )
+}
+
+async fn no_templates() -> Response {
+    envelope(
+        200,
+        json!({"success": true, "data": {"service": "broken", "resource_templates": []}, "meta": {"execution_time_ms": 0}}),
+        None,
+    )
+}
+
+async fn no_prompts() -> Response {
+    envelope(
+        200,
+        json!({"success": true, "data": {"service": "broken", "prompts": []}, "meta": {"execution_time_ms": 0}}),
+        None,
+    )
+}
+
 fn start() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -217,6 +245,9 @@ fn start() -> u16 {
                 .route("/call-tool", post(call_tool))
                 .route("/tools/{name}", post(call_by_name))
                 .route("/mcp", post(mcp))
+                .route("/resources", get(resources))
+                .route("/resource-templates", get(no_templates))
+                .route("/prompts", get(no_prompts))
                 .method_not_allowed_fallback(fallback)
                 .fallback(fallback)
                 .with_state(Arc::new(Counters::default()));
@@ -339,6 +370,7 @@ fn every_violation_is_reported_and_the_exit_code_says_so() {
         "$ref '#/components/schemas/Missing' does not resolve",
     );
     has("tool-output", "tool 'strict': the result of");
+    has("resources-prompts", "qualified_name is not 'p.r'");
     // Every check of the list failed at least once: none can pass silently.
     for check in report["checks"].as_array().unwrap() {
         assert!(
