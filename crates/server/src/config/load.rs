@@ -64,18 +64,18 @@ impl ServiceConfig {
             return Ok(());
         };
         let source = self.source.clone();
-        let (shown, enabled, disabled) = providers_file::read(
+        let entries = providers_file::read(
             file,
             &self.base_dir,
             |message| located_at(&source, file, message),
             &mut self.notices,
         )?;
         self.from_file = Some(FileProviders {
-            shown,
+            shown: entries.shown,
             first: self.providers.len(),
-            disabled,
+            disabled: entries.disabled,
         });
-        self.providers.extend(enabled);
+        self.providers.extend(entries.enabled);
         Ok(())
     }
 

@@ -86,22 +86,24 @@ fn enabled() -> bool {
     true
 }
 
-/// The entries of `providers_file`, resolved against `base_dir`: the enabled ones and the
-/// disabled ones, each with its position in that file. `at` locates a file that cannot be read
-/// (the `providers_file` value in the config); `notices` gets a line per disabled entry.
+/// The entries of a providers file, split by `enabled`, each with its position in the file.
+#[derive(Debug, Default)]
+pub struct Entries {
+    /// The file as messages name it.
+    pub shown: String,
+    pub enabled: Vec<Spanned<ProviderConfig>>,
+    pub disabled: Vec<Spanned<ProviderConfig>>,
+}
+
+/// The entries of `providers_file`, resolved against `base_dir`. `at` locates a file that
+/// cannot be read (the `providers_file` value in the config); `notices` gets a line per
+/// disabled entry.
 pub fn read(
     providers_file: &Spanned<String>,
     base_dir: &Path,
     at: impl Fn(String) -> ConfigError,
     notices: &mut Vec<String>,
-) -> Result<
-    (
-        String,
-        Vec<Spanned<ProviderConfig>>,
-        Vec<Spanned<ProviderConfig>>,
-    ),
-    ConfigError,
-> {
+) -> Result<Entries, ConfigError> {
     let path = base_dir.join(&providers_file.value);
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -110,21 +112,15 @@ pub fn read(
             providers_file.value
         ))
     })?;
-    let (enabled, disabled) = parse(&text, &shown, notices)?;
-    Ok((shown, enabled, disabled))
+    parse(&text, shown, notices)
 }
 
 /// Parses the text of a providers file named `shown` in messages.
-fn parse(
-    text: &str,
-    shown: &str,
-    notices: &mut Vec<String>,
-) -> Result<(Vec<Spanned<ProviderConfig>>, Vec<Spanned<ProviderConfig>>), ConfigError> {
+fn parse(text: &str, shown: String, notices: &mut Vec<String>) -> Result<Entries, ConfigError> {
     let options = serde_saphyr::options! { strict_booleans: true };
     let file: SeedFile =
-        serde_saphyr::from_str_with_options(text, options).map_err(|e| located(shown, &e))?;
-    let mut enabled = Vec::new();
-    let mut disabled = Vec::new();
+        serde_saphyr::from_str_with_options(text, options).map_err(|e| located(&shown, &e))?;
+    let mut entries = Entries::default();
     for entry in file.providers {
         let Spanned {
             value,
@@ -141,17 +137,18 @@ fn parse(
         ));
         let spanned = Spanned::new(config, referenced, defined);
         if on {
-            enabled.push(spanned);
+            entries.enabled.push(spanned);
         } else {
             notices.push(format!(
                 "{shown}:{}:{}: provider '{name}' has enabled: false; it is not started",
                 referenced.line(),
                 referenced.column()
             ));
-            disabled.push(spanned);
+            entries.disabled.push(spanned);
         }
     }
-    Ok((enabled, disabled))
+    entries.shown = shown;
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -159,12 +156,19 @@ mod tests {
     use super::*;
 
     /// The enabled entries, the names of the disabled ones, and the notices.
-    fn parsed(text: &str) -> Result<(Vec<ProviderConfig>, Vec<String>, Vec<String>), String> {
+    type Parsed = (Vec<ProviderConfig>, Vec<String>, Vec<String>);
+
+    fn parsed(text: &str) -> Result<Parsed, String> {
         let mut notices = Vec::new();
-        let (on, off) = parse(text, "providers.yaml", &mut notices).map_err(|e| e.to_string())?;
+        let entries =
+            parse(text, "providers.yaml".into(), &mut notices).map_err(|e| e.to_string())?;
         Ok((
-            on.into_iter().map(|p| p.value).collect(),
-            off.iter().map(|p| p.value.name().to_string()).collect(),
+            entries.enabled.into_iter().map(|p| p.value).collect(),
+            entries
+                .disabled
+                .iter()
+                .map(|p| p.value.name().to_string())
+                .collect(),
             notices,
         ))
     }

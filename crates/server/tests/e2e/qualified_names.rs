@@ -86,7 +86,10 @@ async fn every_tool_has_its_qualified_name_and_rest_calls_take_it() {
     let a = call(&gw, "ver.echo.v1", json!({"message": "hi"})).await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["data"], json!({"message": "hi", "version": "v1"}));
-    assert_eq!(a.body["meta"]["tool"], "echo_v1", "meta.tool: the served name");
+    assert_eq!(
+        a.body["meta"]["tool"], "echo_v1",
+        "meta.tool: the served name"
+    );
     let a = call(&gw, "echo_v2", json!({"message": "hi"})).await;
     assert_eq!(a.body["data"]["version"], "v2", "{}", a.body);
     let a = call(&gw, "ev.get-sum", json!({"a": 2, "b": 3})).await;
@@ -101,7 +104,13 @@ async fn every_tool_has_its_qualified_name_and_rest_calls_take_it() {
 
     // Names that name no served tool: an unknown tool of a known provider, an unknown provider,
     // a hidden tool, and the upstream name of a mapped tool without its provider.
-    for unknown in ["ev.nope", "nope.echo", "ver.echo_v1", "ev.get-env", "echo.v1"] {
+    for unknown in [
+        "ev.nope",
+        "nope.echo",
+        "ver.echo_v1",
+        "ev.get-env",
+        "echo.v1",
+    ] {
         let a = call(&gw, unknown, json!({"message": "x"})).await;
         assert_eq!(a.status, 404, "{unknown}: {}", a.body);
         assert_eq!(a.code(), "TOOL_NOT_FOUND", "{unknown}");
