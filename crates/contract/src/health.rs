@@ -143,6 +143,102 @@ pub struct HealthResponse {
     /// and how each clash was settled; empty when there is none.
     #[serde(default)]
     pub conflicts: Vec<NameConflict>,
+    /// Each provider entry of the configuration by name: its kind, whether it serves (an entry
+    /// whose `when` condition does not hold is listed with `serving: false` and the reason),
+    /// and for `search` providers the state of the index.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderReport>,
+}
+
+/// One provider entry of the service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderReport {
+    /// `mcp`, `cypher`, `http`, `grpc` or `search`.
+    pub kind: String,
+    /// Whether its tools are served; false when its `when` condition does not hold.
+    pub serving: bool,
+    /// Why it serves or not, when a `when` condition decided (`SEEKR_MCP_COMMAND is not set`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The index of a `search` provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<SearchIndexReport>,
+}
+
+/// Where a search index is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexState {
+    /// The first pass over the roots is running; answers cover the files indexed so far.
+    Building,
+    /// Every file of the roots was looked at once; changes follow through the watcher.
+    Ready,
+    /// The index could not be opened or written (`error` says why).
+    Failed,
+}
+
+/// Whether a search index follows changes of its roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WatcherState {
+    /// Changes are picked up as they happen.
+    Watching,
+    /// `watch: false`, or not started yet.
+    Off,
+    /// The watcher could not be started (`error` says why); the index is as of its build.
+    Failed,
+}
+
+/// Files left out of a search index, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkippedFiles {
+    /// NUL bytes in their first 8 KiB, or not UTF-8.
+    #[schema(minimum = 0)]
+    pub binary: u64,
+    /// Could not be read (permissions, vanished while read).
+    #[schema(minimum = 0)]
+    pub unreadable: u64,
+    /// Larger than `max_file_bytes`.
+    #[schema(minimum = 0)]
+    pub too_large: u64,
+}
+
+/// The state of a `search` provider's index (lexical, BM25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SearchIndexReport {
+    pub state: IndexState,
+    /// Files looked at by the current pass (all of them once `ready`).
+    #[schema(minimum = 0)]
+    pub files_done: u64,
+    /// Files the current pass found under the roots.
+    #[schema(minimum = 0)]
+    pub files_total: u64,
+    /// files_done ÷ files_total × 100 (100 with nothing to do).
+    #[schema(minimum = 0, maximum = 100)]
+    pub percent: f64,
+    /// Files in the index.
+    #[schema(minimum = 0)]
+    pub files: u64,
+    /// Searchable documents in the index (code chunks and doc sections).
+    #[schema(minimum = 0)]
+    pub documents: u64,
+    /// Bytes the index takes on disk.
+    #[schema(minimum = 0)]
+    pub index_bytes: u64,
+    /// When the index last committed (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_commit: Option<String>,
+    pub watcher: WatcherState,
+    pub skipped: SkippedFiles,
+    /// Roots that do not exist (or no longer).
+    #[serde(default)]
+    pub missing_roots: Vec<String>,
+    /// Where the index is on disk.
+    pub location: String,
+    /// What went wrong (index or watcher), when something did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// How a clash of tool names was settled (`on_name_clash` of the service).

@@ -17,8 +17,9 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, NameConflict,
-    ToolFailure, ToolHealth, ToolStatus,
+    ClashResolution, DependencyState, DependencyStatus, HealthResponse, HealthStatus, IndexState,
+    NameConflict, ProviderReport, SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth,
+    ToolStatus, WatcherState,
 };
 pub use tool::{ToolRequest, ToolSchema, ToolsResponse};
 pub use validation::ArgumentValidator;

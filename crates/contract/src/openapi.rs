@@ -28,8 +28,9 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, ClashResolution, DependencyState, DependencyStatus, Envelope, ErrorCode,
-    HealthResponse, HealthStatus, Meta, NameConflict, ToolFailure, ToolHealth, ToolRequest,
-    ToolSchema, ToolStatus, ToolsResponse, ValidationIssue,
+    HealthResponse, HealthStatus, IndexState, Meta, NameConflict, ProviderReport,
+    SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
+    ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -490,6 +491,15 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
+        providers: BTreeMap::from([(
+            "docs".to_owned(),
+            ProviderReport {
+                kind: "mcp".into(),
+                serving: true,
+                reason: None,
+                index: None,
+            },
+        )]),
     }
 }
 
@@ -647,6 +657,11 @@ fn components() -> utoipa::openapi::Components {
         (ToolFailure::name(), ToolFailure::schema()),
         (NameConflict::name(), NameConflict::schema()),
         (ClashResolution::name(), ClashResolution::schema()),
+        (ProviderReport::name(), ProviderReport::schema()),
+        (SearchIndexReport::name(), SearchIndexReport::schema()),
+        (IndexState::name(), IndexState::schema()),
+        (WatcherState::name(), WatcherState::schema()),
+        (SkippedFiles::name(), SkippedFiles::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

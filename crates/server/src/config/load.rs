@@ -52,7 +52,27 @@ impl ServiceConfig {
         config.source = shown.to_owned();
         config.settle_hosts()?;
         config.validate()?;
+        config.choose_providers();
         Ok(config)
+    }
+
+    /// Leaves out the entries whose `when` does not hold in this environment, and keeps why.
+    fn choose_providers(&mut self) {
+        let mut choices = Vec::new();
+        self.providers.retain(|entry| {
+            let Some(when) = entry.value.when() else {
+                return true;
+            };
+            let (serving, reason) = when.holds();
+            choices.push(super::ProviderChoice {
+                name: entry.value.name().to_string(),
+                kind: entry.value.kind(),
+                serving,
+                reason,
+            });
+            serving
+        });
+        self.choices = choices;
     }
 
     /// The rules that span entries: unique provider names, dependencies that exist and are of
@@ -126,9 +146,13 @@ impl ServiceConfig {
         if let Some(prefix) = provider.tool_prefix() {
             check_tool_prefix(prefix)?;
         }
+        if let Some(when) = provider.when() {
+            when.check()?;
+        }
         provider.expose().check()?;
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
             ProviderConfig::Mcp(_) | ProviderConfig::Grpc(_) => return Ok(()),
+            ProviderConfig::Search(p) => return p.check(),
             ProviderConfig::Cypher(p) => (
                 "bolt",
                 p.tools

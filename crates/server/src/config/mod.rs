@@ -17,7 +17,9 @@ mod load;
 mod naming;
 mod provider;
 pub mod query;
+mod search;
 mod types;
+mod when;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,8 +44,10 @@ pub use self::provider::{
     CypherProviderConfig, CypherTool, HttpProviderConfig, HttpTool, HttpTransport,
     McpProviderConfig, McpTransport, OutputValidation, ProviderConfig, StdioTransport,
 };
+pub use self::search::{RootKind, SearchProviderConfig, SearchRoot};
 pub use self::types::{Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
+pub use self::when::{ProviderChoice, When};
 
 /// One service's configuration file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -75,6 +79,10 @@ pub struct ServiceConfig {
     /// `file:line:column: message`; logged when the service starts, printed by `check-config`.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// The entries with a `when`, and whether it chose them (those it did not are no longer
+    /// in `providers`); /health reports them.
+    #[serde(skip)]
+    pub choices: Vec<ProviderChoice>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

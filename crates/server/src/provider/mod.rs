@@ -8,6 +8,7 @@
 pub mod cypher;
 pub mod http;
 pub mod mcp;
+pub mod search;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -153,6 +154,11 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The state of the provider's search index (`search` providers), for /health.
+    fn index_report(&self) -> Option<contract::SearchIndexReport> {
+        None
+    }
+
     /// Stops background work and releases what the provider holds (children included);
     /// nothing to do for a provider whose dependency is a shared pool or client.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -225,6 +231,9 @@ pub fn build(
             Dependency::Http(api) => Ok(Arc::new(http::HttpProvider::new(http, api)?)),
             Dependency::Bolt(_) => Err(mismatch()),
         },
+        ProviderConfig::Search(search) => Ok(Arc::new(search::SearchProvider::new(
+            service, search, hooks,
+        )?)),
         ProviderConfig::Grpc(_) => Err(ProviderError::Config {
             provider: config.name().to_string(),
             message: "grpc providers are not supported by this build yet".into(),

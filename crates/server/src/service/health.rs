@@ -110,6 +110,7 @@ impl Service {
             .iter()
             .map(|c| c.0.clone())
             .collect();
+        let providers = self.provider_reports(&toolset.providers);
         let phase = self.lifecycle.phase();
         let status = match phase {
             // A tool left out by a clash is a configured tool not served.
@@ -144,7 +145,54 @@ impl Service {
             dependencies,
             tools,
             conflicts,
+            providers,
         }
+    }
+
+    /// Each entry of `providers`: the running ones with their kind (and index), and those a
+    /// `when` left out, with the reason.
+    fn provider_reports(
+        &self,
+        running: &[Arc<dyn Provider>],
+    ) -> BTreeMap<String, contract::ProviderReport> {
+        let settings = self.settings();
+        let config = &settings.config;
+        let reason = |name: &str| {
+            config
+                .choices
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| c.reason.clone())
+        };
+        let mut out: BTreeMap<String, contract::ProviderReport> = config
+            .provider_entries()
+            .map(|entry| {
+                let name = entry.name().to_string();
+                let index = running
+                    .iter()
+                    .find(|p| p.name() == name)
+                    .and_then(|p| p.index_report());
+                let report = contract::ProviderReport {
+                    kind: entry.kind().to_owned(),
+                    serving: true,
+                    reason: reason(&name),
+                    index,
+                };
+                (name, report)
+            })
+            .collect();
+        for left_out in config.choices.iter().filter(|c| !c.serving) {
+            out.insert(
+                left_out.name.clone(),
+                contract::ProviderReport {
+                    kind: left_out.kind.to_owned(),
+                    serving: false,
+                    reason: Some(left_out.reason.clone()),
+                    index: None,
+                },
+            );
+        }
+        out
     }
 
     /// What a call's end tells: its statistics, and whether the dependencies should be checked
