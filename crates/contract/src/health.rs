@@ -216,6 +216,11 @@ pub struct SearchIndexReport {
     /// files_done ÷ files_total × 100 (100 with nothing to do).
     #[schema(minimum = 0, maximum = 100)]
     pub percent: f64,
+    /// Files of the current pass found already indexed at the same size and mtime (after a
+    /// restart: the part of the index that was reused, not read again).
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub files_unchanged: u64,
     /// Files in the index.
     #[schema(minimum = 0)]
     pub files: u64,

@@ -28,6 +28,7 @@ mod openapi_fidelity;
 mod openapi_fuzz;
 mod output_schemas;
 mod request_ids;
+mod search_provider;
 mod security;
 mod shipped_services;
 mod tool_names;

@@ -170,8 +170,12 @@ impl Indexer {
     }
 
     fn index_one(&self, index: &SearchIndex, root: &Root, file: &Path) {
-        if let Outcome::Skipped(why) = index.index_file(root, file, self.max_file_bytes) {
-            self.status.skipped(why);
+        match index.index_file(root, file, self.max_file_bytes) {
+            Outcome::Skipped(why) => self.status.skipped(why),
+            Outcome::Unchanged => {
+                self.status.files_unchanged.fetch_add(1, Ordering::Relaxed);
+            }
+            Outcome::Indexed => {}
         }
     }
 
@@ -191,18 +195,13 @@ impl Indexer {
                     .is_some_and(|n| n == ".gitignore" || n == ".ignore");
                 if path == root.path || ignore_file {
                     self.rescan(index, root, &root.path, true);
+                } else if !path.exists() || !root.admits(&path) {
+                    // Gone, or now ignored/excluded: whatever the index has there goes.
+                    self.forget(index, root, &path);
                 } else if path.is_dir() {
                     self.rescan(index, root, &path, true);
-                } else if path.exists() {
-                    let parent = path.parent().unwrap_or(&root.path);
-                    let wanted = root.walk(parent, false).contains(&path);
-                    match (wanted, root.name_of(&path)) {
-                        (true, _) => self.index_one(index, root, &path),
-                        (false, Some(name)) => index.remove(&id(root.kind, &name)),
-                        (false, None) => {}
-                    }
                 } else {
-                    self.rescan(index, root, &path, true);
+                    self.index_one(index, root, &path);
                 }
             }
         }
@@ -218,11 +217,17 @@ impl Indexer {
         }
     }
 
+    /// The index's files at or under `path` removed.
+    fn forget(&self, index: &SearchIndex, root: &Root, path: &Path) {
+        self.rescan(index, root, path, false);
+    }
+
     /// `dir` (a folder of `root`, or a path that no longer exists) made to match the disk:
     /// its files indexed, the index's files under it that the walk no longer finds removed.
-    fn rescan(&self, index: &SearchIndex, root: &Root, dir: &Path, recursive: bool) {
-        let found = if dir.is_dir() {
-            root.walk(dir, recursive)
+    /// `look: false` takes it as empty (gone or ignored).
+    fn rescan(&self, index: &SearchIndex, root: &Root, dir: &Path, look: bool) {
+        let found = if look && dir.is_dir() {
+            root.walk(dir, true)
         } else {
             Vec::new()
         };
@@ -239,9 +244,12 @@ impl Indexer {
             let whole_kind = prefix.is_empty() && k.starts_with(&prefix_id);
             whole_kind || k == prefix_id || k.starts_with(&format!("{prefix_id}/"))
         };
+        // Ids under a prefix are neighbours in the sorted manifest.
         let gone: Vec<String> = index
             .files()
-            .keys()
+            .range(prefix_id.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix_id))
             .filter(|k| under(k) && !found_ids.contains(*k))
             .cloned()
             .collect();

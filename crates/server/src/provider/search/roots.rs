@@ -182,6 +182,39 @@ impl Root {
             .collect()
     }
 
+    /// Whether a path under the root is one the walk would reach: every folder on the way and
+    /// the path itself are listed (not ignored) in their parent, and a file passes the globs.
+    /// Asking the walker folder by folder is what makes an ignored folder's files ignored too
+    /// (the walker only skips descending into it).
+    pub fn admits(&self, path: &Path) -> bool {
+        let Ok(relative) = path.strip_prefix(&self.path) else {
+            return false;
+        };
+        let mut dir = self.path.clone();
+        for component in relative.components() {
+            let child = dir.join(component);
+            let listed = ignore::WalkBuilder::new(&dir)
+                .hidden(false)
+                .follow_links(false)
+                .require_git(false)
+                .git_global(false)
+                .parents(true)
+                .max_depth(Some(1))
+                .filter_entry(|e| e.file_name() != ".git")
+                .build()
+                .flatten()
+                .any(|e| e.path() == child);
+            if !listed {
+                return false;
+            }
+            dir = child;
+        }
+        path.is_dir()
+            || relative
+                .to_str()
+                .is_some_and(|r| self.wanted(&r.replace(std::path::MAIN_SEPARATOR, "/")))
+    }
+
     pub fn exists(&self) -> bool {
         self.path.is_dir()
     }
@@ -288,6 +321,18 @@ mod tests {
             .filter_map(|p| docs[0].name_of(p))
             .collect();
         assert_eq!(names, ["README.md"]);
+        // One path at a time, as read_file and the watcher ask.
+        let code = &roots[0];
+        assert!(code.admits(&d.join("src/a.rs")));
+        assert!(code.admits(&d.join("src")));
+        assert!(
+            !code.admits(&d.join("target/x.rs")),
+            "inside an ignored folder"
+        );
+        assert!(!code.admits(&d.join("target")));
+        assert!(!code.admits(&d.join("src/b.log")));
+        assert!(!code.admits(&d.join(".git/config")));
+        assert!(!code.admits(&d.join("gen.rs")), "excluded by glob");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::sync::Unpoisoned;
 pub struct Status {
     pub files_done: AtomicU64,
     pub files_total: AtomicU64,
+    pub files_unchanged: AtomicU64,
     binary: AtomicU64,
     unreadable: AtomicU64,
     too_large: AtomicU64,
@@ -62,6 +63,7 @@ impl Status {
     pub fn pass_started(&self, total: u64) {
         self.files_done.store(0, Ordering::Relaxed);
         self.files_total.store(total, Ordering::Relaxed);
+        self.files_unchanged.store(0, Ordering::Relaxed);
         for c in [&self.binary, &self.unreadable, &self.too_large] {
             c.store(0, Ordering::Relaxed);
         }
@@ -127,6 +129,7 @@ impl Status {
             files_done: done,
             files_total: total,
             percent,
+            files_unchanged: self.files_unchanged.load(Ordering::Relaxed),
             files: inner.files,
             documents: inner.documents,
             index_bytes: inner.index_bytes,

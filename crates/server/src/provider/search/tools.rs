@@ -10,7 +10,7 @@ use contract::ToolSchema;
 use globset::Glob;
 use serde_json::{Value, json};
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{TantivyDocument, Term};
 
@@ -48,7 +48,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
             "search_code",
             "Lexical full-text search (BM25 ranking, not semantic) over the code roots. Identifiers are split on camelCase, snake_case and punctuation, so `parse request` finds parseRequest and parse_request. Answers ranked hits: path, line range, snippet with the match, score.",
             json!({"type": "object", "required": ["query"], "additionalProperties": false, "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "Words to find (any of them; more matches rank higher). `\"a b\"` is a phrase, `+word` is required, `-word` excluded."},
+                "query": {"type": "string", "minLength": 1, "description": "Words or identifiers to find (any of them; files matching more of them, and rarer ones, rank higher)."},
                 "path_glob": {"type": "string", "description": "Only files whose path matches this glob (`src/**/*.rs`, `*.py`)."},
                 "language": {"type": "string", "description": "Only files of this language (rust, python, typescript, javascript, go, …; from the extension)."},
                 "limit": limit(10, MAX_LIMIT)
@@ -174,10 +174,26 @@ fn search(cx: &Context<'_>, kind: RootKind, args: &JsonObject) -> Result<Value, 
         None => None,
     };
     let f = cx.index.fields;
-    let mut parser = QueryParser::for_index(&cx.index.index, vec![f.body, f.path_text, f.heading]);
-    parser.set_field_boost(f.path_text, 2.0);
-    parser.set_field_boost(f.heading, 2.0);
-    let (parsed, _errors) = parser.parse_query_lenient(query_text);
+    let query_terms = terms(query_text);
+    if query_terms.is_empty() {
+        return Ok(json!({"count": 0, "hits": []}));
+    }
+    // Each term of the query (whole words and their parts) in the text, the path and the
+    // heading, any of them: BM25 ranks by how many match and how rare they are.
+    let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for term in &query_terms {
+        for (field, boost) in [(f.body, 1.0), (f.path_text, 2.0), (f.heading, 2.0)] {
+            let query = TermQuery::new(
+                Term::from_field_text(field, term),
+                IndexRecordOption::WithFreqs,
+            );
+            words.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(Box::new(query), boost)),
+            ));
+        }
+    }
+    let parsed: Box<dyn Query> = Box::new(BooleanQuery::new(words));
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
         (Occur::Must, parsed),
         (
@@ -207,7 +223,6 @@ fn search(cx: &Context<'_>, kind: RootKind, args: &JsonObject) -> Result<Value, 
     let top = searcher
         .search(&query, &TopDocs::with_limit(wanted))
         .map_err(|e| ToolError::Execution(format!("search failed: {e}")))?;
-    let query_terms = terms(query_text);
     let mut hits = Vec::new();
     for (score, address) in top {
         let doc: TantivyDocument = searcher
@@ -319,8 +334,7 @@ fn open(cx: &Context<'_>, kind: RootKind, name: &str) -> Result<std::path::PathB
             "no file '{name}' under the roots"
         )));
     }
-    let parent = file.parent().unwrap_or(&root.path);
-    if !root.walk(parent, false).contains(&file) {
+    if !root.admits(&file) {
         return Err(invalid(format!(
             "'{name}' is not among the searched files (ignored by .gitignore or the root's globs)"
         )));
