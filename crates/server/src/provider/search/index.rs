@@ -127,7 +127,6 @@ pub enum IndexError {
 pub struct SearchIndex {
     pub location: PathBuf,
     pub fields: Fields,
-    pub index: Index,
     pub reader: IndexReader,
     writer: Mutex<IndexWriter>,
     /// By id (`code:NAME`): what is in the index as of the last commit plus pending changes.
@@ -212,7 +211,6 @@ impl SearchIndex {
         Ok(SearchIndex {
             location: location.to_owned(),
             fields,
-            index,
             reader,
             writer: Mutex::new(writer),
             files: std::sync::RwLock::new(files),

@@ -25,7 +25,7 @@ pub struct Root {
     exclude: GlobSet,
 }
 
-/// Why a caller's path was refused.
+/// Why a caller's path was refused (`NoRoot` is a file not found, the others a refusal).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PathError {
     #[error("path '{0}' is absolute; give a path relative to a root")]
@@ -34,7 +34,7 @@ pub enum PathError {
     ParentDir(String),
     #[error("path '{0}' leaves its root (through a symbolic link)")]
     Escapes(String),
-    #[error("no root is named '{0}'")]
+    #[error("no root is named '{0}' (with several roots, a path starts with its root's name)")]
     NoRoot(String),
 }
 

@@ -7,7 +7,7 @@
 use std::io::BufRead;
 
 use contract::ToolSchema;
-use globset::Glob;
+use globset::{Glob, GlobMatcher};
 use serde_json::{Value, json};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
@@ -15,7 +15,7 @@ use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{TantivyDocument, Term};
 
 use super::index::{SearchIndex, id, looks_binary};
-use super::roots::{Root, confine};
+use super::roots::{PathError, Root, confine};
 use super::sections::{Format, sections};
 use super::tokenize::{terms, tokens};
 use crate::config::RootKind;
@@ -27,6 +27,11 @@ const MAX_LIMIT: u64 = 100;
 const GLOB_CANDIDATES: usize = 5000;
 /// Longest snippet line, in characters.
 const SNIPPET_LINE_CHARS: usize = 240;
+
+/// A relative path without `..` segments, so the schema itself refuses an absolute path or a
+/// climb out of the root (INVALID_ARGUMENTS before the provider runs); symbolic links are
+/// judged when the file is opened.
+const RELATIVE_PATH: &str = r"^(\.|\.\.[^/]+|\.?[^/.][^/]*)(/(\.|\.\.[^/]+|\.?[^/.][^/]*))*$";
 
 /// The tools of a provider with roots of these kinds.
 pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
@@ -78,7 +83,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
             "read_file",
             "Reads lines of a file of the code roots. Paths are relative to a root; `..`, absolute paths and symbolic links leaving the root are refused. The answer is capped in size (`truncated` says so).",
             json!({"type": "object", "required": ["path"], "additionalProperties": false, "properties": {
-                "path": {"type": "string", "description": "As search_code and find_files name it."},
+                "path": {"type": "string", "pattern": RELATIVE_PATH, "description": "As search_code and find_files name it: relative to the root, no `..`."},
                 "start_line": {"type": "integer", "minimum": 1, "description": "First line (1-based, default 1)."},
                 "end_line": {"type": "integer", "minimum": 1, "description": "Last line, inclusive (default: to the end or the cap)."}
             }}),
@@ -107,7 +112,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
             "get_section",
             "The text of one section of a document: `heading` is its heading (`Install`) or heading path (`Guide > Install`), as search_docs answers it.",
             json!({"type": "object", "required": ["document", "heading"], "additionalProperties": false, "properties": {
-                "document": {"type": "string", "description": "As list_documents or search_docs name it."},
+                "document": {"type": "string", "pattern": RELATIVE_PATH, "description": "As list_documents or search_docs name it."},
                 "heading": {"type": "string", "description": "The heading, or the heading path joined with ` > `; empty for the text before the first heading."}
             }}),
             json!({"type": "object", "required": ["document", "heading_path", "start_line", "end_line", "text", "truncated"], "properties": {
@@ -165,14 +170,7 @@ pub fn call(cx: &Context<'_>, tool: &str, args: &JsonObject) -> Result<Value, To
 fn search(cx: &Context<'_>, kind: RootKind, args: &JsonObject) -> Result<Value, ToolError> {
     let query_text = string(args, "query").unwrap_or_default();
     let limit = number(args, "limit").unwrap_or(10).clamp(1, MAX_LIMIT) as usize;
-    let glob = match string(args, "path_glob") {
-        Some(g) => Some(
-            Glob::new(g)
-                .map_err(|e| invalid(format!("path_glob '{g}': {e}")))?
-                .compile_matcher(),
-        ),
-        None => None,
-    };
+    let glob = string(args, "path_glob").map(matcher);
     let f = cx.index.fields;
     let query_terms = terms(query_text);
     if query_terms.is_empty() {
@@ -236,7 +234,10 @@ fn search(cx: &Context<'_>, kind: RootKind, args: &JsonObject) -> Result<Value, 
         };
         let line = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(1) as usize;
         let path = text(f.path);
-        if glob.as_ref().is_some_and(|g| !g.is_match(&path)) {
+        if glob
+            .as_ref()
+            .is_some_and(|g| !g.as_ref().is_some_and(|g| g.is_match(&path)))
+        {
             continue;
         }
         let body = text(f.body);
@@ -292,11 +293,17 @@ fn snippet(body: &str, first_line: usize, query: &[String]) -> (usize, usize, St
     (first_line + from, first_line + to, text)
 }
 
+/// A glob's matcher; a glob that does not parse (`{` alone) matches its text literally, so
+/// any string the schema accepts is a valid argument.
+fn matcher(glob: &str) -> Option<GlobMatcher> {
+    Glob::new(glob)
+        .or_else(|_| Glob::new(&globset::escape(glob)))
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
 fn find_files(cx: &Context<'_>, args: &JsonObject) -> Result<Value, ToolError> {
-    let pattern = string(args, "glob").unwrap_or("*");
-    let matcher = Glob::new(pattern)
-        .map_err(|e| invalid(format!("glob '{pattern}': {e}")))?
-        .compile_matcher();
+    let matcher = matcher(string(args, "glob").unwrap_or("*"));
     let limit = number(args, "limit").unwrap_or(100).clamp(1, 1000) as usize;
     let files = cx.index.files();
     let mut out = Vec::new();
@@ -305,7 +312,7 @@ fn find_files(cx: &Context<'_>, args: &JsonObject) -> Result<Value, ToolError> {
         let Some(name) = key.strip_prefix("code:") else {
             continue;
         };
-        if !matcher.is_match(name) {
+        if !matcher.as_ref().is_some_and(|m| m.is_match(name)) {
             continue;
         }
         matched += 1;
@@ -323,7 +330,10 @@ fn find_files(cx: &Context<'_>, args: &JsonObject) -> Result<Value, ToolError> {
 /// The file a caller named, confined to the roots of `kind` and among the files the root
 /// indexes (so `.gitignore`d files such as `.env` stay unreadable).
 fn open(cx: &Context<'_>, kind: RootKind, name: &str) -> Result<std::path::PathBuf, ToolError> {
-    let (root, file) = confine(cx.roots, kind, name).map_err(|e| invalid(e.to_string()))?;
+    let (root, file) = confine(cx.roots, kind, name).map_err(|e| match e {
+        PathError::NoRoot(_) => ToolError::Execution(e.to_string()),
+        _ => invalid(e.to_string()),
+    })?;
     if file.is_dir() {
         return Err(ToolError::Execution(format!(
             "'{name}' is a folder, not a file"
@@ -389,9 +399,6 @@ fn read_file(cx: &Context<'_>, args: &JsonObject) -> Result<Value, ToolError> {
     let name = string(args, "path").unwrap_or_default();
     let from = number(args, "start_line").unwrap_or(1).max(1) as usize;
     let to = number(args, "end_line").map(|n| n as usize);
-    if to.is_some_and(|to| to < from) {
-        return Err(invalid("end_line is before start_line"));
-    }
     let file = open(cx, RootKind::Code, name)?;
     let (text, last, truncated) = lines_of(&file, from, to, cx.max_read_bytes)
         .map_err(|e| ToolError::Execution(format!("'{name}' cannot be read: {e}")))?;
@@ -472,11 +479,59 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_path_pattern_refuses_climbing_and_absolute_paths() {
+        let re = regex_lite(RELATIVE_PATH);
+        for ok in [
+            "a",
+            "src/a.rs",
+            ".gitignore",
+            "a/.b/c",
+            "...",
+            "..a",
+            "./a",
+            "a.b",
+        ] {
+            assert!(re(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/",
+            "/etc/passwd",
+            "..",
+            "../a",
+            "a/../b",
+            "a/..",
+            "a//b",
+            "a/",
+        ] {
+            assert!(!re(bad), "{bad}");
+        }
+    }
+
+    /// The pattern checked the way the gateway checks schemas: through jsonschema.
+    fn regex_lite(pattern: &str) -> impl Fn(&str) -> bool {
+        let schema = json!({"type": "string", "pattern": pattern});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        move |s| validator.is_valid(&json!(s))
+    }
+
+    #[test]
     fn the_snippet_is_around_the_best_line() {
         let body = "a\nb\nfn parse_request() {}\nc\nd";
         let (from, to, text) = snippet(body, 51, &terms("parse request"));
         assert_eq!((from, to), (52, 54));
         assert_eq!(text, "b\nfn parse_request() {}\nc");
+    }
+
+    #[test]
+    fn a_glob_that_does_not_parse_matches_literally() {
+        let m = matcher("{").unwrap();
+        assert!(m.is_match("{"));
+        assert!(!m.is_match("a"));
+        assert!(
+            matcher("*.rs").unwrap().is_match("src/a.rs"),
+            "* crosses folders"
+        );
     }
 
     #[test]
