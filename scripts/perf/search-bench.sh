@@ -50,13 +50,16 @@ security: { rate_limit: 100000000 }
 providers:
   - { name: idx, kind: search, roots: [{ path: "$dir", kind: code }] }
 YAML
-  start_and_wait() {
+  start_gateway() {
+    started_ns="$(date +%s%N)"
     XDG_CACHE_HOME="$work/cache" "$gateway" serve --config "$work/$name.yaml" >>"$work/$name.log" 2>&1 &
     pid=$!; pids+=("$pid")
-    python3 - "$port" <<'PY'
+  }
+  # Prints the index report once ready, with `ms`: the time from the gateway's start to ready.
+  wait_ready() {
+    python3 - "$port" "$started_ns" <<'PY'
 import json, sys, time, urllib.request
-port = sys.argv[1]
-start = time.monotonic()
+port, started_ns = sys.argv[1], int(sys.argv[2])
 while True:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
@@ -69,14 +72,16 @@ while True:
         if index.get("state") in ("ready", "failed"):
             break
     time.sleep(0.05)
-ms = (time.monotonic() - start) * 1000
+ms = (time.time_ns() - started_ns) / 1e6
 print(json.dumps({"ms": round(ms), **index}))
 PY
   }
   local first again
-  first="$(start_and_wait)"
+  start_gateway
+  first="$(wait_ready)"
   kill -TERM "$pid"; wait "$pid" || true
-  again="$(start_and_wait)"
+  start_gateway
+  again="$(wait_ready)"
   python3 - "$port" "$dir" "$queries" "$name" "$first" "$again" <<'PY'
 import http.client, json, os, random, statistics, sys, time
 port, root, n, name = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -106,12 +111,13 @@ p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
 # Save → searchable.
 saves = []
 for i in range(10):
-    token = f"savedtoken{i}x{rng.randrange(10**9)}"
-    path = os.path.join(root, f"zz_search_bench_{i}.rs")
+    token = "savedtoken" + "".join(rng.choice("bcdfghjklmnpqrstvwz") for _ in range(12))
+    name = f"zz_search_bench_{i}.rs"
+    path = os.path.join(root, name)
     t = time.perf_counter()
     with open(path, "w") as f:
         f.write(f"fn {token}() {{}}\n")
-    while call("search_code", {"query": token})["data"]["count"] == 0:
+    while not any(h["path"].endswith(name) for h in call("search_code", {"query": token})["data"]["hits"]):
         if time.perf_counter() - t > 30:
             raise SystemExit(f"{token} not searchable within 30 s")
         time.sleep(0.01)

@@ -23,6 +23,9 @@ const BATCH: Duration = Duration::from_millis(100);
 /// a restart.
 const COMMIT_EVERY: Duration = Duration::from_secs(2);
 
+/// How long opening the index is retried (another provider of a reload releasing it).
+const OPEN_RETRY: Duration = Duration::from_secs(10);
+
 /// What the thread is asked to do.
 pub enum Work {
     /// Something changed at these paths (from the watcher).
@@ -48,7 +51,15 @@ impl Indexer {
     pub fn run(self, sender: Sender<Work>, work: Receiver<Work>) {
         self.status
             .set_location(self.location.display().to_string());
-        let index = match SearchIndex::open(&self.location) {
+        // On a reload the provider being replaced may still hold the index's writer lock
+        // for a moment: try again for a while before calling the index failed.
+        let mut opened = SearchIndex::open(&self.location);
+        let deadline = Instant::now() + OPEN_RETRY;
+        while opened.is_err() && Instant::now() < deadline && !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(200));
+            opened = SearchIndex::open(&self.location);
+        }
+        let index = match opened {
             Ok(index) => Arc::new(index),
             Err(e) => {
                 tracing::error!(location = %self.location.display(), error = %e, "search index cannot be opened");

@@ -104,25 +104,7 @@ impl SearchProvider {
     }
 
     fn dependency_status(&self) -> DependencyStatus {
-        let report = self.status.report();
-        let (status, error) = match report.state {
-            IndexState::Failed => (DependencyState::Unavailable, report.error.clone()),
-            IndexState::Building => (
-                DependencyState::Unknown,
-                Some(format!(
-                    "indexing: {} of {} files ({}%)",
-                    report.files_done, report.files_total, report.percent
-                )),
-            ),
-            IndexState::Ready if !report.missing_roots.is_empty() => (
-                DependencyState::Unknown,
-                Some(format!(
-                    "root(s) missing: {}",
-                    report.missing_roots.join(", ")
-                )),
-            ),
-            IndexState::Ready => (DependencyState::Connected, None),
-        };
+        let (status, error) = dependency_of(&self.status.report());
         DependencyStatus {
             status,
             response_time_ms: Some(0),
@@ -130,6 +112,29 @@ impl SearchProvider {
             last_ok: None,
             checked_at: None,
         }
+    }
+}
+
+/// The index as a dependency: `unknown` (the service degraded) while the first pass runs or a
+/// root is missing, `unavailable` when the index failed, `connected` once ready.
+fn dependency_of(report: &SearchIndexReport) -> (DependencyState, Option<String>) {
+    match report.state {
+        IndexState::Failed => (DependencyState::Unavailable, report.error.clone()),
+        IndexState::Building => (
+            DependencyState::Unknown,
+            Some(format!(
+                "indexing: {} of {} files ({}%)",
+                report.files_done, report.files_total, report.percent
+            )),
+        ),
+        IndexState::Ready if !report.missing_roots.is_empty() => (
+            DependencyState::Unknown,
+            Some(format!(
+                "root(s) missing: {}",
+                report.missing_roots.join(", ")
+            )),
+        ),
+        IndexState::Ready => (DependencyState::Connected, None),
     }
 }
 
@@ -253,5 +258,36 @@ impl Provider for SearchProvider {
             let _ = done.wait_for(|d| *d).await;
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_is_a_dependency_known_only_once_ready() {
+        let status = Status::default();
+        status.pass_started(200);
+        status.files_done.store(50, Ordering::Relaxed);
+        let (state, error) = dependency_of(&status.report());
+        assert_eq!(
+            state,
+            DependencyState::Unknown,
+            "building: the service is degraded"
+        );
+        assert_eq!(error.as_deref(), Some("indexing: 50 of 200 files (25%)"));
+        status.set_state(IndexState::Ready);
+        assert_eq!(
+            dependency_of(&status.report()),
+            (DependencyState::Connected, None)
+        );
+        status.set_missing_roots(vec!["/gone".into()]);
+        assert_eq!(dependency_of(&status.report()).0, DependencyState::Unknown);
+        status.fail("disk full".into());
+        assert_eq!(
+            dependency_of(&status.report()),
+            (DependencyState::Unavailable, Some("disk full".into()))
+        );
     }
 }
