@@ -112,12 +112,12 @@ p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
 saves = []
 for i in range(10):
     token = "savedtoken" + "".join(rng.choice("bcdfghjklmnpqrstvwz") for _ in range(12))
-    name = f"zz_search_bench_{i}.rs"
-    path = os.path.join(root, name)
+    saved = f"zz_search_bench_{i}.rs"
+    path = os.path.join(root, saved)
     t = time.perf_counter()
     with open(path, "w") as f:
         f.write(f"fn {token}() {{}}\n")
-    while not any(h["path"].endswith(name) for h in call("search_code", {"query": token})["data"]["hits"]):
+    while not any(h["path"].endswith(saved) for h in call("search_code", {"query": token})["data"]["hits"]):
         if time.perf_counter() - t > 30:
             raise SystemExit(f"{token} not searchable within 30 s")
         time.sleep(0.01)
