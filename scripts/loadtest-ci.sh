@@ -9,8 +9,10 @@
 # LOADTEST_RUN_TIME per phase (default 5s). Then the overload test: 5× the admission limit
 # calling a slow tool (an `http` provider in front of examples/slow_upstream, 200 ms a call).
 #
-# A service that is not healthy here (seekr and docwell have no MCP server in CI) is "not run":
-# listed as such in the summary and in its report folder, never counted as passing.
+# seekr and docwell run their built-in search over this repository (no MCP command is set; the
+# index goes under the run's scratch folder and is waited for). A service that is not healthy
+# here is "not run": listed as such in the summary and in its report folder, never counted as
+# passing.
 # Reports land in LOADTEST_REPORT_DIR (default target/loadtest/<service>/: summary.md,
 # summary.json, goose's saturation.html) and all summaries in one summary.md there (also
 # appended to $GITHUB_STEP_SUMMARY when set). Exit 0 when every verdict of every run passed,
@@ -100,6 +102,8 @@ MCP_SERVER_TIME="$root/.deps/venv/bin/mcp-server-time" \
 AI_GATEWAY_BASE_URL="http://127.0.0.1:$litellm_port/v1" AI_GATEWAY_API_KEY="sk-gateway-test-key" \
 CODE_GRAPH_BOLT_URI="$BOLT_URL" CODE_GRAPH_BOLT_USER="$BOLT_USER" \
 CODE_GRAPH_BOLT_PASSWORD="${BOLT_PASSWORD:-code-graph-rag}" \
+XDG_CACHE_HOME="$work/cache" \
+  env -u SEEKR_MCP_COMMAND -u DOCWELL_MCP_COMMAND \
   "$gateway" serve --config-dir "$work/config" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 for name in "${!port_by_service[@]}"; do
@@ -107,6 +111,21 @@ for name in "${!port_by_service[@]}"; do
     echo "loadtest-ci: $name did not answer /health:" >&2; tail -20 "$work/gateway.log" >&2; exit 2
   }
 done
+# A search index is built in the background after start: wait (bounded) until none is building.
+indexing() {
+  curl -sS "$1/health" | python3 -c 'import json,sys; e=json.load(sys.stdin); r=e.get("data") or e.get("meta", {}).get("health") or {}; sys.exit(0 if any((p.get("index") or {}).get("state") == "building" for p in r.get("providers", {}).values()) else 1)'
+}
+for name in "${!port_by_service[@]}"; do
+  deadline=$((SECONDS + 120))
+  while indexing "http://127.0.0.1:${port_by_service[$name]}"; do
+    ((SECONDS <= deadline)) || { echo "loadtest-ci: $name still indexing after 120 s" >&2; break; }
+    sleep 0.2
+  done
+done
+# The tool each service is loaded with when it has none callable without arguments.
+declare -A call_of=(
+  [seekr]='--tool search_code --args {"query":"provider","limit":5}'
+)
 
 mkdir -p "$out"
 summary="$out/summary.md"
@@ -146,6 +165,7 @@ for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   rc=0
   "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$out/$name" \
     --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
+    ${call_of[$name]:-} \
     ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
   append "$name" "$out/$name"
   record "$name" "$rc"

@@ -39,11 +39,13 @@ wait_answer() {
 }
 
 # shipped_config NAME DIR: config/NAME.yaml copied to DIR/NAME.yaml with a free port; prints the path.
+# A default folder relative to config/ (`${SEEKR_ROOTS:-..}`, the repository) is made absolute,
+# so the copy still searches the repository.
 shipped_config() {
   mkdir -p "$2"
   # The load generator is one client: the per-client rate limit (per minute) is raised.
   sed -E -e "s/^(  port: )[0-9]+/\1$(free_port)/" -e "s/^(  rate_limit: )[0-9]+/\110000000/" \
-    "config/$1.yaml" >"$2/$1.yaml"
+    -e "s#:-\.\.\}#:-$PWD}#" "config/$1.yaml" >"$2/$1.yaml"
   echo "$2/$1.yaml"
 }
 

@@ -143,11 +143,165 @@ pub struct HealthResponse {
     /// and how each clash was settled; empty when there is none.
     #[serde(default)]
     pub conflicts: Vec<NameConflict>,
-    /// The connection state of each provider that keeps one of its own (`grpc` providers), by
-    /// provider name; absent when the service has none. Its `dependencies` entry says whether
-    /// calls can reach it; this says where its connection is in its state machine.
+    /// Each provider entry of the configuration by name: its kind, whether it serves (an entry
+    /// whose `when` condition does not hold is listed with `serving: false` and the reason),
+    /// for `grpc` providers the state of their connection, and for `search` providers the
+    /// state of the index.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderReport>,
+}
+
+/// One provider entry of the service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderReport {
+    /// `mcp`, `cypher`, `http`, `grpc` or `search`.
+    pub kind: String,
+    /// Whether its tools are served; false when its `when` condition does not hold.
+    pub serving: bool,
+    /// Why it serves or not, when a `when` condition decided (`SEEKR_MCP_COMMAND is not set`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the provider's own connection is (`grpc` providers): its state machine's state.
+    /// Its `dependencies` entry says whether calls can reach it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ConnectionState>,
+    /// When it entered `state` (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub since: Option<String>,
+    /// The last failure seen on the connection (kept after it recovers, with `last_error_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When `last_error` happened (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_error_at: Option<String>,
+    /// Failed reconnect attempts in a row (0 while connected; `grpc` providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub failed_attempts: Option<u32>,
+    /// Times the connection was made again after it was lost (`grpc` providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub reconnects: Option<u64>,
+    /// The provider's labels from its configuration (`metadata`: version, environment, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub providers: BTreeMap<String, ProviderHealth>,
+    pub metadata: BTreeMap<String, String>,
+    /// The index of a `search` provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<SearchIndexReport>,
+}
+
+impl ProviderReport {
+    /// The report of a provider entry of `kind`, serving or not, with nothing else known yet.
+    pub fn new(kind: &str, serving: bool, reason: Option<String>) -> ProviderReport {
+        ProviderReport {
+            kind: kind.to_owned(),
+            serving,
+            reason,
+            state: None,
+            since: None,
+            last_error: None,
+            last_error_at: None,
+            failed_attempts: None,
+            reconnects: None,
+            metadata: BTreeMap::new(),
+            index: None,
+        }
+    }
+
+    /// Adds what the provider says of its own connection.
+    pub fn with_connection(mut self, connection: ProviderHealth) -> ProviderReport {
+        self.state = Some(connection.state);
+        self.since = Some(connection.since);
+        self.last_error = connection.last_error;
+        self.last_error_at = connection.last_error_at;
+        self.failed_attempts = Some(connection.failed_attempts);
+        self.reconnects = Some(connection.reconnects);
+        self.metadata = connection.metadata;
+        self
+    }
+}
+
+/// Where a search index is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexState {
+    /// The first pass over the roots is running; answers cover the files indexed so far.
+    Building,
+    /// Every file of the roots was looked at once; changes follow through the watcher.
+    Ready,
+    /// The index could not be opened or written (`error` says why).
+    Failed,
+}
+
+/// Whether a search index follows changes of its roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WatcherState {
+    /// Changes are picked up as they happen.
+    Watching,
+    /// `watch: false`, or not started yet.
+    Off,
+    /// The watcher could not be started (`error` says why); the index is as of its build.
+    Failed,
+}
+
+/// Files left out of a search index, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkippedFiles {
+    /// NUL bytes in their first 8 KiB, or not UTF-8.
+    #[schema(minimum = 0)]
+    pub binary: u64,
+    /// Could not be read (permissions, vanished while read).
+    #[schema(minimum = 0)]
+    pub unreadable: u64,
+    /// Larger than `max_file_bytes`.
+    #[schema(minimum = 0)]
+    pub too_large: u64,
+}
+
+/// The state of a `search` provider's index (lexical, BM25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SearchIndexReport {
+    pub state: IndexState,
+    /// Files looked at by the current pass (all of them once `ready`).
+    #[schema(minimum = 0)]
+    pub files_done: u64,
+    /// Files the current pass found under the roots.
+    #[schema(minimum = 0)]
+    pub files_total: u64,
+    /// files_done ÷ files_total × 100 (100 with nothing to do).
+    #[schema(minimum = 0, maximum = 100)]
+    pub percent: f64,
+    /// Files of the current pass found already indexed at the same size and mtime (after a
+    /// restart: the part of the index that was reused, not read again).
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub files_unchanged: u64,
+    /// Files in the index.
+    #[schema(minimum = 0)]
+    pub files: u64,
+    /// Searchable documents in the index (code chunks and doc sections).
+    #[schema(minimum = 0)]
+    pub documents: u64,
+    /// Bytes the index takes on disk.
+    #[schema(minimum = 0)]
+    pub index_bytes: u64,
+    /// When the index last committed (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_commit: Option<String>,
+    pub watcher: WatcherState,
+    pub skipped: SkippedFiles,
+    /// Roots that do not exist (or no longer).
+    #[serde(default)]
+    pub missing_roots: Vec<String>,
+    /// Where the index is on disk.
+    pub location: String,
+    /// What went wrong (index or watcher), when something did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Where a provider's connection is: `DISCONNECTED` (never connected, or given up after
@@ -171,29 +325,24 @@ impl ConnectionState {
     }
 }
 
-/// A provider's own connection state (`grpc` providers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// A provider's own connection (`grpc` providers), as the provider reports it; /health shows
+/// its fields in the provider's [`ProviderReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderHealth {
-    /// The provider's `kind` (`grpc`).
-    pub kind: String,
     pub state: ConnectionState,
     /// When it entered `state` (RFC 3339, UTC, milliseconds).
-    #[schema(format = DateTime)]
     pub since: String,
     /// The last failure seen on the connection (kept after it recovers, with `last_error_at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// When `last_error` happened (RFC 3339, UTC, milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(format = DateTime)]
     pub last_error_at: Option<String>,
     /// Failed reconnect attempts in a row (0 while connected).
     #[serde(default)]
-    #[schema(minimum = 0)]
     pub failed_attempts: u32,
     /// Times the connection was made again after it was lost.
     #[serde(default)]
-    #[schema(minimum = 0)]
     pub reconnects: u64,
     /// The provider's labels from its configuration (`metadata`: version, environment, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

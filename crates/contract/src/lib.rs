@@ -20,7 +20,8 @@ pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
     ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
-    HealthStatus, NameConflict, ProviderHealth, ToolFailure, ToolHealth, ToolStatus,
+    HealthStatus, IndexState, NameConflict, ProviderHealth, ProviderReport, SearchIndexReport,
+    SkippedFiles, ToolFailure, ToolHealth, ToolStatus, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

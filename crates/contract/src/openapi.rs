@@ -28,11 +28,11 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
-    Envelope, ErrorCode, HealthResponse, HealthStatus, Meta, NameConflict, PromptArgument,
-    PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderHealth, ResourceContents,
-    ResourceInfo, ResourceReadResponse, ResourceTemplateInfo, ResourceTemplatesResponse,
-    ResourcesResponse, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
-    ToolsResponse, ValidationIssue,
+    Envelope, ErrorCode, HealthResponse, HealthStatus, IndexState, Meta, NameConflict,
+    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
+    ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
+    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, ToolFailure,
+    ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -637,7 +637,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
-        providers: BTreeMap::new(),
+        providers: BTreeMap::from([("docs".to_owned(), ProviderReport::new("mcp", true, None))]),
     }
 }
 
@@ -892,8 +892,12 @@ fn components() -> utoipa::openapi::Components {
         (PromptMessage::name(), PromptMessage::schema()),
         (PromptsResponse::name(), PromptsResponse::schema()),
         (PromptResponse::name(), PromptResponse::schema()),
-        (ProviderHealth::name(), ProviderHealth::schema()),
         (ConnectionState::name(), ConnectionState::schema()),
+        (ProviderReport::name(), ProviderReport::schema()),
+        (SearchIndexReport::name(), SearchIndexReport::schema()),
+        (IndexState::name(), IndexState::schema()),
+        (WatcherState::name(), WatcherState::schema()),
+        (SkippedFiles::name(), SkippedFiles::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }

@@ -9,7 +9,9 @@ use crate::config::LogFormat;
 /// Installs the global subscriber. `level` is a tracing filter such as `info` or
 /// `mcp_http_gateway=debug,info`; RUST_LOG, when set, wins.
 pub fn init(format: LogFormat, level: &str) {
+    // tantivy (the search provider's index) narrates every segment merge at info.
     let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(format!("{level},tantivy=warn")))
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()

@@ -30,7 +30,9 @@ pub fn shipped_config(file: &str, port: u16) -> String {
                 // tester, the load test); the per-client limit itself is tested on its own.
                 format!("  rate_limit: {BULK_RATE_LIMIT}")
             } else {
-                l.to_owned()
+                // Folders given relative to config/ (`${SEEKR_ROOTS:-..}`: the repository)
+                // still name the repository from the copy's folder.
+                l.replace(":-..}", &format!(":-{}}}", repo().display()))
             }
         })
         .collect::<Vec<_>>()

@@ -54,7 +54,27 @@ impl ServiceConfig {
         config.read_providers_file()?;
         config.settle_hosts()?;
         config.validate()?;
+        config.choose_providers();
         Ok(config)
+    }
+
+    /// Leaves out the entries whose `when` does not hold in this environment, and keeps why.
+    fn choose_providers(&mut self) {
+        let mut choices = Vec::new();
+        self.providers.retain(|entry| {
+            let Some(when) = entry.value.when() else {
+                return true;
+            };
+            let (serving, reason) = when.holds();
+            choices.push(super::ProviderChoice {
+                name: entry.value.name().to_string(),
+                kind: entry.value.kind(),
+                serving,
+                reason,
+            });
+            serving
+        });
+        self.choices = choices;
     }
 
     /// Appends the enabled entries of `providers_file` to `providers` (the disabled ones are
@@ -182,10 +202,14 @@ impl ServiceConfig {
         if let Some(prefix) = provider.tool_prefix() {
             check_tool_prefix(prefix)?;
         }
+        if let Some(when) = provider.when() {
+            when.check()?;
+        }
         provider.expose().check()?;
         let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
             ProviderConfig::Mcp(_) => return Ok(()),
             ProviderConfig::Grpc(p) => return check_grpc_address(&p.address),
+            ProviderConfig::Search(p) => return p.check(),
             ProviderConfig::Cypher(p) => (
                 "bolt",
                 p.tools

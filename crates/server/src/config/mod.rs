@@ -18,7 +18,9 @@ mod naming;
 mod provider;
 mod providers_file;
 pub mod query;
+mod search;
 mod types;
+mod when;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,8 +47,10 @@ pub use self::provider::{
     StdioTransport, check_grpc_address,
 };
 pub use self::providers_file::FileProviders;
+pub use self::search::{RootKind, SearchProviderConfig, SearchRoot};
 pub use self::types::{Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
+pub use self::when::{ProviderChoice, When};
 
 /// One service's configuration file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -93,6 +97,10 @@ pub struct ServiceConfig {
     /// configuration is applied, printed by `check-config`.
     #[serde(skip)]
     pub notices: Vec<String>,
+    /// The entries with a `when`, and whether it chose them (those it did not are no longer
+    /// in `providers`); /health reports them.
+    #[serde(skip)]
+    pub choices: Vec<ProviderChoice>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::limits::ProviderLimits;
 use super::naming::Expose;
+use super::search::SearchProviderConfig;
 use super::types::{ProviderName, optional_text, text, text_map, texts};
+use super::when::When;
 
 /// One provider of tools; `kind` selects the variant.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -25,6 +27,8 @@ pub enum ProviderConfig {
     Http(HttpProviderConfig),
     /// A provider process speaking the gRPC Provider contract (`proto/`).
     Grpc(GrpcProviderConfig),
+    /// Lexical (BM25) search over local folders, built in (`config/search.rs`).
+    Search(SearchProviderConfig),
 }
 
 impl ProviderConfig {
@@ -34,6 +38,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => &p.name,
             ProviderConfig::Http(p) => &p.name,
             ProviderConfig::Grpc(p) => &p.name,
+            ProviderConfig::Search(p) => &p.name,
         }
     }
 
@@ -43,6 +48,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(_) => "cypher",
             ProviderConfig::Http(_) => "http",
             ProviderConfig::Grpc(_) => "grpc",
+            ProviderConfig::Search(_) => "search",
         }
     }
 
@@ -52,7 +58,18 @@ impl ProviderConfig {
             ProviderConfig::Mcp(_) => None,
             ProviderConfig::Cypher(p) => Some(&p.dependency),
             ProviderConfig::Http(p) => Some(&p.dependency),
-            ProviderConfig::Grpc(_) => None,
+            ProviderConfig::Grpc(_) | ProviderConfig::Search(_) => None,
+        }
+    }
+
+    /// The entry's `when` condition, if it has one.
+    pub fn when(&self) -> Option<&When> {
+        match self {
+            ProviderConfig::Mcp(p) => p.when.as_ref(),
+            ProviderConfig::Cypher(p) => p.when.as_ref(),
+            ProviderConfig::Http(p) => p.when.as_ref(),
+            ProviderConfig::Grpc(p) => p.when.as_ref(),
+            ProviderConfig::Search(p) => p.when.as_ref(),
         }
     }
 }
@@ -78,6 +95,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => p.validate_output,
             ProviderConfig::Http(p) => p.validate_output,
             ProviderConfig::Grpc(p) => p.validate_output,
+            ProviderConfig::Search(p) => p.validate_output,
         }
     }
 
@@ -88,6 +106,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => &p.limits,
             ProviderConfig::Http(p) => &p.limits,
             ProviderConfig::Grpc(p) => &p.limits,
+            ProviderConfig::Search(p) => &p.limits,
         }
     }
 
@@ -98,6 +117,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => &p.expose,
             ProviderConfig::Http(p) => &p.expose,
             ProviderConfig::Grpc(p) => &p.expose,
+            ProviderConfig::Search(p) => &p.expose,
         }
     }
 
@@ -108,6 +128,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => p.tool_prefix.as_deref(),
             ProviderConfig::Http(p) => p.tool_prefix.as_deref(),
             ProviderConfig::Grpc(p) => p.tool_prefix.as_deref(),
+            ProviderConfig::Search(p) => p.tool_prefix.as_deref(),
         }
     }
 
@@ -131,6 +152,7 @@ impl ProviderConfig {
             ProviderConfig::Cypher(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
             ProviderConfig::Http(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
             ProviderConfig::Grpc(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
+            ProviderConfig::Search(p) => (&mut p.limits, &mut p.expose, &mut p.tool_prefix),
         };
         *limits = ProviderLimits::default();
         *expose = Expose::default();
@@ -156,6 +178,8 @@ pub struct McpProviderConfig {
     pub limits: ProviderLimits,
     pub tool_prefix: Option<String>,
     pub expose: Expose,
+    /// Served only when this holds (`config/when.rs`).
+    pub when: Option<When>,
 }
 
 /// How an MCP server is reached.
@@ -254,6 +278,8 @@ struct McpFields {
     tool_prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Expose::is_empty")]
     expose: Expose,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    when: Option<When>,
 }
 
 impl TryFrom<McpFields> for McpProviderConfig {
@@ -328,6 +354,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             limits: f.limits,
             tool_prefix: f.tool_prefix,
             expose: f.expose,
+            when: f.when,
         })
     }
 }
@@ -349,6 +376,7 @@ impl From<McpProviderConfig> for McpFields {
             limits: c.limits,
             tool_prefix: c.tool_prefix,
             expose: c.expose,
+            when: c.when,
         };
         match c.transport {
             McpTransport::Stdio(s) => {
@@ -465,6 +493,9 @@ pub struct CypherProviderConfig {
     /// Which of its tools are served, renamed, re-described.
     #[serde(default, skip_serializing_if = "Expose::is_empty")]
     pub expose: Expose,
+    /// Served only when this holds (`config/when.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
 }
 
 /// A Cypher query declared as a tool.
@@ -525,6 +556,9 @@ pub struct HttpProviderConfig {
     /// Which of its tools are served, renamed, re-described.
     #[serde(default, skip_serializing_if = "Expose::is_empty")]
     pub expose: Expose,
+    /// Served only when this holds (`config/when.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
 }
 
 /// A call of the HTTP API declared as a tool.
@@ -693,6 +727,9 @@ pub struct GrpcProviderConfig {
     /// Which of its tools are served, renamed, re-described.
     #[serde(default, skip_serializing_if = "Expose::is_empty")]
     pub expose: Expose,
+    /// Served only when this holds (`config/when.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
 }
 
 /// TLS settings of a gRPC provider.
@@ -730,6 +767,7 @@ impl GrpcProviderConfig {
             limits: ProviderLimits::default(),
             tool_prefix: None,
             expose: Expose::default(),
+            when: None,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod cypher;
 pub mod grpc;
 pub mod http;
 pub mod mcp;
+pub mod search;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -218,6 +219,11 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The state of the provider's search index (`search` providers), for /health.
+    fn index_report(&self) -> Option<contract::SearchIndexReport> {
+        None
+    }
+
     /// Stops background work and releases what the provider holds (children included);
     /// nothing to do for a provider whose dependency is a shared pool or client.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -291,5 +297,8 @@ pub fn build(
             Dependency::Bolt(_) => Err(mismatch()),
         },
         ProviderConfig::Grpc(grpc) => Ok(Arc::new(grpc::GrpcProvider::new(service, grpc, hooks)?)),
+        ProviderConfig::Search(search) => Ok(Arc::new(search::SearchProvider::new(
+            service, search, hooks,
+        )?)),
     }
 }

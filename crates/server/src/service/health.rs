@@ -110,6 +110,7 @@ impl Service {
             .iter()
             .map(|c| c.0.clone())
             .collect();
+        let providers = self.provider_reports(&toolset.providers);
         let phase = self.lifecycle.phase();
         let status = match phase {
             // A tool left out by a clash is a configured tool not served.
@@ -144,12 +145,45 @@ impl Service {
             dependencies,
             tools,
             conflicts,
-            providers: toolset
-                .providers
-                .iter()
-                .filter_map(|p| Some((p.name().to_owned(), p.connection_state()?)))
-                .collect(),
+            providers,
         }
+    }
+
+    /// Each entry of `providers`: the running ones with their kind (and index), and those a
+    /// `when` left out, with the reason.
+    fn provider_reports(
+        &self,
+        running: &[Arc<dyn Provider>],
+    ) -> BTreeMap<String, contract::ProviderReport> {
+        let settings = self.settings();
+        let config = &settings.config;
+        let reason = |name: &str| {
+            config
+                .choices
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| c.reason.clone())
+        };
+        let mut out: BTreeMap<String, contract::ProviderReport> = config
+            .provider_entries()
+            .map(|entry| {
+                let name = entry.name().to_string();
+                let provider = running.iter().find(|p| p.name() == name);
+                let mut report = contract::ProviderReport::new(entry.kind(), true, reason(&name));
+                report.index = provider.and_then(|p| p.index_report());
+                if let Some(connection) = provider.and_then(|p| p.connection_state()) {
+                    report = report.with_connection(connection);
+                }
+                (name, report)
+            })
+            .collect();
+        for left_out in config.choices.iter().filter(|c| !c.serving) {
+            out.insert(
+                left_out.name.clone(),
+                contract::ProviderReport::new(left_out.kind, false, Some(left_out.reason.clone())),
+            );
+        }
+        out
     }
 
     /// What a call's end tells: its statistics, and whether the dependencies should be checked

@@ -35,6 +35,15 @@ fn examples() -> Vec<(String, serde_json::Value)> {
             "convert_time".into(),
             serde_json::json!({"source_timezone": "UTC", "time": "12:30", "target_timezone": "Asia/Tokyo"}),
         ),
+        // The built-in search of seekr and docwell, over tests/fixtures/search.
+        (
+            "read_file".into(),
+            serde_json::json!({"path": "src/http.rs", "start_line": 1, "end_line": 5}),
+        ),
+        (
+            "get_section".into(),
+            serde_json::json!({"document": "guide.md", "heading": "Install"}),
+        ),
     ]
 }
 
@@ -72,9 +81,9 @@ fn keep(report: &conformance::Report, service: &str) {
 
 /// Each shipped service with its backend up where one can run here: ArcadeDB with the code
 /// graph fixture for code-graph-rag, the LiteLLM proxy for ai-gateway, the real MCP servers
-/// for everything, the two example gRPC providers for hello. Every listed tool must be exercised (a tool whose calls never ran is not a
-/// pass). seekr and docwell have no backend on this machine: their MCP commands do not exist,
-/// so they list no tools and only their surface is checked.
+/// for everything, the two example gRPC providers for hello. Every listed tool must be
+/// exercised (a tool whose calls never ran is not a pass). seekr and docwell run their built-in
+/// search (no MCP command set) over the search fixtures.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_default_service_passes_with_its_backend() {
     let config_dir = repo().join("config");
@@ -93,6 +102,7 @@ async fn every_default_service_passes_with_its_backend() {
     let llm = LiteLlm::start().await;
     let hello_rs = testkit::providers::hello_rs(&[]);
     let hello_py = testkit::providers::hello_py_provider(&[]);
+    let cache = tempfile::tempdir().unwrap();
     let env = [
         ("HELLO_RS_ADDRESS", hello_rs.address.clone()),
         ("HELLO_PY_ADDRESS", hello_py.address.clone()),
@@ -102,8 +112,12 @@ async fn every_default_service_passes_with_its_backend() {
         ("AI_GATEWAY_API_KEY", LITELLM_KEY.to_owned()),
         ("CODE_GRAPH_BOLT_URI", bolt.uri()),
         ("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag".to_owned()),
-        ("SEEKR_MCP_COMMAND", "/nonexistent/seekr-mcp".to_owned()),
-        ("DOCWELL_MCP_COMMAND", "/nonexistent/docwell-mcp".to_owned()),
+        ("SEEKR_ROOTS", fixture("search/code")),
+        ("DOCWELL_ROOTS", fixture("search/docs")),
+        (
+            "XDG_CACHE_HOME",
+            cache.path().to_string_lossy().into_owned(),
+        ),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     for file in files {
@@ -118,6 +132,15 @@ async fn every_default_service_passes_with_its_backend() {
         ];
         let mut gw = Gateway::spawn_with(args, port, dir, config, &env);
         gw.wait_running().await;
+        // A search index is built in the background: its tools are checked once it is ready.
+        eventually(Duration::from_secs(60), "search index ready", || async {
+            let report = get(&gw, "/health").await.report().clone();
+            let building = report["providers"]
+                .as_object()
+                .is_some_and(|p| p.values().any(|p| p["index"]["state"] == "building"));
+            (!building).then_some(())
+        })
+        .await;
         // ai-gateway's tools reach an HTTP API (openWorldHint); here that API is on loopback.
         let report = conformance(port, &SKIPPED, service == "ai-gateway").await;
         keep(&report, &service);

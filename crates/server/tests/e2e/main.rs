@@ -31,6 +31,7 @@ mod output_schemas;
 mod qualified_names;
 mod request_ids;
 mod resources_prompts;
+mod search_provider;
 mod security;
 mod shipped_services;
 mod tool_names;

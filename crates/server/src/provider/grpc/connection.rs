@@ -437,7 +437,6 @@ impl Inner {
     pub(super) fn provider_health(&self) -> ProviderHealth {
         let record = self.state.read_unpoisoned();
         ProviderHealth {
-            kind: "grpc".into(),
             state: record.state,
             since: record.since.clone(),
             last_error: record.last_error.clone(),

@@ -88,6 +88,13 @@ impl Gateway {
         gateway
     }
 
+    /// As [`Gateway::start`], with extra environment variables for the gateway.
+    pub async fn start_env(name: &str, extra: &str, env: &[(&str, &str)]) -> Gateway {
+        let mut gateway = Gateway::spawn_env(name, extra, env);
+        gateway.wait_running().await;
+        gateway
+    }
+
     /// Waits (at most 60 s) until /health says the service runs (HEALTHY, DEGRADED, or
     /// UNAVAILABLE when no tool can run); panics with the log if
     /// the process exits first.
