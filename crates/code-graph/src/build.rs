@@ -93,6 +93,9 @@ struct Builder<'a> {
     class_of: Vec<Vec<Option<String>>>,
     /// Module → its file.
     file_of: HashMap<String, usize>,
+    /// Per file: the names its imports bind to something outside the project (`use
+    /// serde::de::Visitor`), which no project class of the same name may stand in for.
+    external: Vec<HashSet<String>>,
 }
 
 impl<'a> Builder<'a> {
@@ -114,6 +117,7 @@ impl<'a> Builder<'a> {
             bindings: vec![HashMap::new(); files.len()],
             globs: vec![Vec::new(); files.len()],
             class_of: Vec::new(),
+            external: vec![HashSet::new(); files.len()],
             file_of: files
                 .iter()
                 .enumerate()
@@ -311,6 +315,9 @@ impl<'a> Builder<'a> {
         {
             return Some(c);
         }
+        if self.external[i].contains(name) {
+            return None;
+        }
         if let Some(c) = self
             .classes
             .get(&(self.modules[i].clone(), name.to_owned()))
@@ -384,8 +391,13 @@ impl<'a> Builder<'a> {
                     }
                     _ => None,
                 };
-                if let Some(b) = binding {
-                    self.bindings[i].insert(local.clone(), b);
+                match binding {
+                    Some(b) => {
+                        self.bindings[i].insert(local.clone(), b);
+                    }
+                    None => {
+                        self.external[i].insert(local.clone());
+                    }
                 }
             }
             // A Rust path naming a module is a module import, not an item of its parent.
@@ -395,6 +407,7 @@ impl<'a> Builder<'a> {
                         let mut full = imp.module.clone();
                         full.push(name.clone());
                         if let Some(m) = self.rust_module(i, &full) {
+                            self.external[i].remove(local);
                             self.bindings[i].insert(local.clone(), Binding::Module(m));
                         }
                     }
@@ -606,7 +619,9 @@ impl<'a> Builder<'a> {
                     continue;
                 }
                 for b in &d.bases {
-                    if let Some(base) = self.class_named(i, b) {
+                    if let Some(base) = self.class_named(i, b)
+                        && base != self.defs[i][j].1
+                    {
                         self.graph.rel(
                             Rel::Inherits,
                             self.defs[i][j].clone(),
@@ -616,7 +631,9 @@ impl<'a> Builder<'a> {
                 }
             }
             for (ty, tr) in &f.facts.impls {
-                if let (Some(t), Some(r)) = (self.class_named(i, ty), self.class_named(i, tr)) {
+                if let (Some(t), Some(r)) = (self.class_named(i, ty), self.class_named(i, tr))
+                    && t != r
+                {
                     self.graph
                         .rel(Rel::Inherits, key(Label::Class, &t), key(Label::Class, &r));
                 }
@@ -788,4 +805,157 @@ fn package_name(manifest: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::parse;
+
+    fn graph(files: &[(&str, &str)]) -> Graph {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs: Vec<Input> = files
+            .iter()
+            .filter_map(|(rel, src)| {
+                let path = dir.path().join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, src).unwrap();
+                let lang = Lang::of(Path::new(rel))?;
+                Some(Input {
+                    rel: (*rel).to_owned(),
+                    lang,
+                    facts: parse(lang, src).unwrap(),
+                })
+            })
+            .collect();
+        build(
+            &Project {
+                name: "p",
+                root: dir.path(),
+            },
+            &inputs,
+        )
+    }
+
+    fn rels(g: &Graph, rel: Rel) -> Vec<(String, String)> {
+        g.rels
+            .iter()
+            .filter(|(r, _, _)| *r == rel)
+            .map(|(_, a, b)| (a.1.clone(), b.1.clone()))
+            .collect()
+    }
+
+    fn pair(a: &str, b: &str) -> (String, String) {
+        (a.to_owned(), b.to_owned())
+    }
+
+    #[test]
+    fn rust_calls_imports_and_impls_across_files_and_crates() {
+        let g = graph(&[
+            ("util/Cargo.toml", "[package]\nname = \"my-util\"\n"),
+            ("util/src/lib.rs", "pub mod ports;\npub use ports::free;\n"),
+            ("util/src/ports.rs", "pub fn free() -> u16 { 0 }\n"),
+            (
+                "app/src/main.rs",
+                "mod shape;\nuse my_util::free;\nuse serde::de::Visitor;\nuse crate::shape::{Shape, Square};\n\
+                 fn main() { let s = Square::new(); s.area(); free(); shape::helper(); }\n\
+                 struct Local;\nimpl Visitor for Local {}\n",
+            ),
+            (
+                "app/src/shape.rs",
+                "pub trait Shape { fn area(&self) -> u8; }\npub struct Square;\n\
+                 impl Square { pub fn new() -> Self { Self::make() } fn make() -> Self { helper(); Square } }\n\
+                 impl Shape for Square { fn area(&self) -> u8 { 1 } }\npub fn helper() {}\n\
+                 #[cfg(test)] mod tests { use super::*; fn t() { helper(); } }\n",
+            ),
+        ]);
+        let mut calls = rels(&g, Rel::Calls);
+        calls.sort();
+        assert_eq!(
+            calls,
+            [
+                pair("p.app.src.main.main", "p.app.src.shape.Square.new"),
+                pair("p.app.src.main.main", "p.app.src.shape.helper"),
+                pair("p.app.src.main.main", "p.util.src.ports.free"),
+                pair("p.app.src.shape.Square.make", "p.app.src.shape.helper"),
+                pair("p.app.src.shape.Square.new", "p.app.src.shape.Square.make"),
+                pair("p.app.src.shape.tests.t", "p.app.src.shape.helper"),
+            ],
+            "s.area() (receiver of unknown type) is not linked"
+        );
+        assert_eq!(
+            rels(&g, Rel::Inherits),
+            [pair("p.app.src.shape.Square", "p.app.src.shape.Shape")],
+            "serde's Visitor is not a project class"
+        );
+        let imports = rels(&g, Rel::Imports);
+        assert!(imports.contains(&pair("p.app.src.main", "p.util.src.lib")));
+        assert!(imports.contains(&pair("p.app.src.main", "p.app.src.shape")));
+        assert!(imports.contains(&pair("p.util.src.lib", "p.util.src.ports")));
+        assert!(
+            g.rels.contains(&(
+                Rel::DefinesMethod,
+                (Label::Class, "p.app.src.shape.Square".into()),
+                (Label::Method, "p.app.src.shape.Square.area".into())
+            )),
+            "a trait impl's method belongs to the type"
+        );
+        assert!(g.rels.contains(&(
+            Rel::ContainsFolder,
+            (Label::Project, "p".into()),
+            (Label::Folder, "p/app".into())
+        )));
+    }
+
+    #[test]
+    fn python_and_typescript_calls_bases_and_packages() {
+        let g = graph(&[
+            ("shop/__init__.py", ""),
+            (
+                "shop/models.py",
+                "class Base:\n    def save(self):\n        pass\n\nclass Order(Base):\n    def place(self):\n        self.save()\n",
+            ),
+            (
+                "shop/api.py",
+                "from .models import Order\nfrom . import models as m\nimport json\n\ndef handle():\n    Order.place(None)\n    m.Base()\n    json.dumps(1)\n",
+            ),
+            (
+                "web/app.ts",
+                "import { helper, Base } from './lib/util';\nexport class App extends Base { run() { helper(); this.stop(); } stop() {} }\n",
+            ),
+            (
+                "web/lib/util.ts",
+                "export function helper() {}\nexport class Base {}\n",
+            ),
+        ]);
+        let mut calls = rels(&g, Rel::Calls);
+        calls.sort();
+        assert_eq!(
+            calls,
+            [
+                pair("p.shop.api.handle", "p.shop.models.Order.place"),
+                pair("p.shop.models.Order.place", "p.shop.models.Base.save"),
+                pair("p.web.app.App.run", "p.web.app.App.stop"),
+                pair("p.web.app.App.run", "p.web.lib.util.helper"),
+            ]
+        );
+        let mut inherits = rels(&g, Rel::Inherits);
+        inherits.sort();
+        assert_eq!(
+            inherits,
+            [
+                pair("p.shop.models.Order", "p.shop.models.Base"),
+                pair("p.web.app.App", "p.web.lib.util.Base"),
+            ]
+        );
+        assert!(g.nodes.contains_key(&(Label::Package, "p.shop".into())));
+        assert!(g.rels.contains(&(
+            Rel::ContainsModule,
+            (Label::Package, "p.shop".into()),
+            (Label::Module, "p.shop.api".into())
+        )));
+        let imports = rels(&g, Rel::Imports);
+        assert!(imports.contains(&pair("p.shop.api", "p.shop.models")));
+        assert!(imports.contains(&pair("p.web.app", "p.web.lib.util")));
+    }
 }
