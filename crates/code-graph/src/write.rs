@@ -54,6 +54,7 @@ pub async fn write(project: &str, graph: &Graph, target: &Target) -> Result<Writ
             uri: target.uri.clone(),
             why: e.to_string(),
         })?;
+    probe(&target.uri).await?;
     let db = Bolt::connect(config)
         .await
         .map_err(|e| WriteError::Connect {
@@ -150,6 +151,33 @@ pub async fn write(project: &str, graph: &Graph, target: &Target) -> Result<Writ
     }
     out.write_time = started.elapsed();
     Ok(out)
+}
+
+/// One TCP connect to the database's address first: neo4rs retries a refused connection with
+/// backoff for about a minute, so a database that is not there would take that long to say so.
+async fn probe(uri: &str) -> Result<(), WriteError> {
+    let fail = |why: String| WriteError::Connect {
+        uri: uri.to_owned(),
+        why,
+    };
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let address = if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:7687")
+    };
+    match tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::net::TcpStream::connect(&address),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(fail(e.to_string())),
+        Err(_) => Err(fail(format!("no TCP connection to {address} within 5 s"))),
+    }
 }
 
 async fn run_rows(db: &Bolt, text: &str, rows: &[Value], what: &str) -> Result<(), WriteError> {
