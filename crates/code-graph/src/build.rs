@@ -420,6 +420,11 @@ impl<'a> Builder<'a> {
     /// and its module path within that crate.
     fn rust_place(&self, rel: &str) -> Option<(String, Vec<String>)> {
         let mut dir = parent_dir(rel);
+        // Each file directly in tests/, examples/, benches/ or src/bin/ is a crate root of
+        // its own: its module path is empty, and `crate::` is the file itself.
+        if matches!(file_name(dir), "tests" | "examples" | "benches") || dir.ends_with("src/bin") {
+            return Some((dir.to_owned(), Vec::new()));
+        }
         loop {
             let has_root = |f: &str| {
                 let p = if dir.is_empty() {
@@ -454,7 +459,13 @@ impl<'a> Builder<'a> {
 
     /// The module a Rust path names, from file `i`; None outside the project.
     fn rust_module(&self, i: usize, path: &[String]) -> Option<String> {
-        let (mut dir, here) = self.rust_place(&self.files[i].rel)?;
+        let rel = &self.files[i].rel;
+        let (mut dir, here) = self.rust_place(rel)?;
+        let mut own_root = here.is_empty()
+            && !rel.ends_with("/lib.rs")
+            && !rel.ends_with("/main.rs")
+            && rel != "lib.rs"
+            && rel != "main.rs";
         let mut segs: Vec<String>;
         let mut rest = path;
         match path.first().map(String::as_str) {
@@ -476,6 +487,7 @@ impl<'a> Builder<'a> {
             Some(first) => {
                 if let Some(d) = self.crate_dir(first) {
                     dir = d;
+                    own_root = false;
                     segs = Vec::new();
                     rest = &path[1..];
                 } else {
@@ -485,7 +497,11 @@ impl<'a> Builder<'a> {
             }
             None => segs = here,
         }
+        let same_crate = segs.is_empty() && rest.is_empty();
         segs.extend(rest.iter().cloned());
+        if own_root && same_crate {
+            return Some(self.modules[i].clone());
+        }
         self.rust_file(&dir, &segs)
     }
 
@@ -856,6 +872,11 @@ mod tests {
             ("util/src/lib.rs", "pub mod ports;\npub use ports::free;\n"),
             ("util/src/ports.rs", "pub fn free() -> u16 { 0 }\n"),
             (
+                "util/tests/it.rs",
+                "mod common;\nuse my_util::free;\nfn t() { free(); crate::local(); common::setup(); }\nfn local() {}\n",
+            ),
+            ("util/tests/common/mod.rs", "pub fn setup() {}\n"),
+            (
                 "app/src/main.rs",
                 "mod shape;\nuse my_util::free;\nuse serde::de::Visitor;\nuse crate::shape::{Shape, Square};\n\
                  fn main() { let s = Square::new(); s.area(); free(); shape::helper(); }\n\
@@ -880,6 +901,9 @@ mod tests {
                 pair("p.app.src.shape.Square.make", "p.app.src.shape.helper"),
                 pair("p.app.src.shape.Square.new", "p.app.src.shape.Square.make"),
                 pair("p.app.src.shape.tests.t", "p.app.src.shape.helper"),
+                pair("p.util.tests.it.t", "p.util.src.ports.free"),
+                pair("p.util.tests.it.t", "p.util.tests.common.mod.setup"),
+                pair("p.util.tests.it.t", "p.util.tests.it.local"),
             ],
             "s.area() (receiver of unknown type) is not linked"
         );
