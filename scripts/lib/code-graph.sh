@@ -13,6 +13,7 @@
 #                        run.sh was started from, else this checkout)
 #   CODE_GRAPH_PROJECT   the project name in the graph (default: that folder's name)
 #   CODE_GRAPH_DB_PORT   the Bolt port (default 7687, a free one when that is taken)
+#   CODE_GRAPH_INDEX_BIN a built code-graph-index to use (default: cargo run --release)
 
 code_graph_data=""
 
@@ -44,8 +45,9 @@ code_graph_start() {
   export CODE_GRAPH_BOLT_USER=root
   export CODE_GRAPH_BOLT_PASSWORD="$password"
   echo "code-graph: indexing $repo as project '$project' into $CODE_GRAPH_BOLT_URI" >&2
-  if ! cargo run --release --locked --quiet -p code-graph --bin code-graph-index -- \
-      --repo "$repo" --project "$project" --uri "$CODE_GRAPH_BOLT_URI"; then
+  local indexer=(cargo run --release --locked --quiet -p code-graph --bin code-graph-index --)
+  if [ -n "${CODE_GRAPH_INDEX_BIN:-}" ]; then indexer=("$CODE_GRAPH_INDEX_BIN"); fi
+  if ! "${indexer[@]}" --repo "$repo" --project "$project" --uri "$CODE_GRAPH_BOLT_URI"; then
     echo "code-graph: indexing failed; code-graph-rag serves an empty graph" >&2
   fi
 }
