@@ -45,7 +45,7 @@ fn error(status: u16, code: &str, message: &str) -> Response {
 }
 
 fn tool(name: &str, schema: Value) -> Value {
-    json!({"name": name, "description": format!("broken fixture tool {name}"), "input_schema": schema})
+    json!({"name": name, "description": format!("broken fixture tool {name}"), "input_schema": schema, "qualified_name": format!("broken.{name}")})
 }
 
 fn tools_list(n: u64) -> Vec<Value> {
@@ -68,7 +68,7 @@ fn tools_list(n: u64) -> Vec<Value> {
         // tools-list: an input schema that is not an object schema.
         tool("arrayish", json!({"type": "array"})),
         // response-schema: a tool without the required `description`.
-        json!({"name": "nodesc", "input_schema": {"type": "object"}}),
+        json!({"name": "nodesc", "input_schema": {"type": "object"}, "qualified_name": "broken.nodesc"}),
     ];
     // tools-list: unstable between calls.
     if n % 2 == 1 {
