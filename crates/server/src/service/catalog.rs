@@ -149,9 +149,14 @@ impl Service {
                 .into_iter()
                 .find(|p| p.name() == name)
                 .ok_or_else(|| {
+                    // No such provider holds no such resource: the same 404 as an unknown URI
+                    // (the parameter is a free string in the contract, so this is no bad request).
                     CallFailure::new(
-                        ErrorCode::InvalidRequest,
-                        format!("Service '{}' has no provider '{name}'", self.name),
+                        ErrorCode::ResourceNotFound,
+                        format!(
+                            "Resource '{uri}' not found: service '{}' has no provider '{name}'",
+                            self.name
+                        ),
                     )
                 });
         }

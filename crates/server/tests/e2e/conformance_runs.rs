@@ -15,12 +15,12 @@ const SKIPPED: [&str; 9] = [
     "trigger-long-running-operation",
     "sleep",
     "simulate-research-query",
-    "rs_fail.v1",
-    "rs_bad_output.v1",
-    "rs_slow.v1",
-    "py_fail.v1",
-    "py_bad_output.v1",
-    "py_slow.v1",
+    "rs_fail_v1",
+    "rs_bad_output_v1",
+    "rs_slow_v1",
+    "py_fail_v1",
+    "py_bad_output_v1",
+    "py_slow_v1",
 ];
 
 /// Known-good arguments for tools whose schema cannot say which inputs run (any string is a

@@ -160,7 +160,7 @@ async fn ai_gateway_against_an_openai_compatible_server() {
         .as_str()
         .unwrap();
     assert!(
-        error.contains("start an OpenAI-compatible server"),
+        error.contains("no OpenAI-compatible server answers"),
         "{error}"
     );
     let _llm = LiteLlm::start_on(port).await;

@@ -115,17 +115,18 @@ async fn resources_templates_and_reads() {
         assert_eq!(read.code(), "RESOURCE_NOT_FOUND", "{}", read.body);
         assert!(read.body["error"].as_str().unwrap().contains(uri));
     }
-    // A malformed query, or a provider the service does not have.
-    for path in [
-        "/resources/read",
-        "/resources/read?url=x",
-        "/resources/read?uri=nothing://here&provider=nope",
-    ] {
+    // A malformed query.
+    for path in ["/resources/read", "/resources/read?url=x"] {
         let read = get(&gw, path).await;
         read.assert_envelope();
         assert_eq!(read.status, 400, "{path}: {}", read.body);
         assert_eq!(read.code(), "INVALID_REQUEST");
     }
+    // A provider the service does not have holds no such resource.
+    let read = get(&gw, "/resources/read?uri=nothing://here&provider=nope").await;
+    read.assert_envelope();
+    assert_eq!(read.status, 404, "{}", read.body);
+    assert_eq!(read.code(), "RESOURCE_NOT_FOUND");
     let wrong = post_json(&gw, "/resources", &json!({})).await;
     wrong.assert_envelope();
     assert_eq!(wrong.status, 405);
