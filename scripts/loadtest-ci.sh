@@ -163,9 +163,11 @@ for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
     continue
   fi
   rc=0
+  call_args=()
+  [ -z "${call_of[$name]:-}" ] || read -ra call_args <<<"${call_of[$name]}"
   "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$out/$name" \
     --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
-    ${call_of[$name]:-} \
+    ${call_args[@]+"${call_args[@]}"} \
     ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
   append "$name" "$out/$name"
   record "$name" "$rc"

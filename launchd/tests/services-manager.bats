@@ -19,6 +19,9 @@ setup_file() {
   # The manager must not pick up anything of the machine it runs on.
   unset MCP_GATEWAY_REGISTRY MCP_GATEWAY_MODE MCP_GATEWAY_ENV_FILE NO_COLOR
   export MCP_GATEWAY_MODE=process
+  # seekr and docwell without their backend: an MCP command that does not exist (unset, they
+  # would serve the built-in search and be healthy), so every state the manager shows occurs.
+  export SEEKR_MCP_COMMAND=/nonexistent/seekr-mcp DOCWELL_MCP_COMMAND=/nonexistent/docwell-mcp
 }
 
 teardown_file() {
