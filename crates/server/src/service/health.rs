@@ -215,6 +215,9 @@ impl Service {
     pub(super) async fn watch_dependencies(self: Arc<Self>) {
         let mut hints_from = tokio::time::Instant::now();
         loop {
+            // A change said before this check starts is seen by it: drop the stored permit, or
+            // every start would check twice and /health would move on its own.
+            let _ = futures::FutureExt::now_or_never(self.checks.changed.notified());
             self.check_dependencies();
             let mut every = self.settings().config.monitoring.health_check_interval;
             if self.checks.any_unknown() {

@@ -240,6 +240,12 @@ impl Service {
     fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
         let before = self.toolset();
         let changed = before.registry.tools() != registry.tools();
+        let new_providers = before.providers.len() != providers.len()
+            || before
+                .providers
+                .iter()
+                .zip(&providers)
+                .any(|(a, b)| !Arc::ptr_eq(a, b));
         self.report_names(&before.registry, &registry);
         let toolset = ToolSet::new(
             &self.name,
@@ -265,8 +271,11 @@ impl Service {
         if changed {
             self.tool_list_version.send_modify(|v| *v += 1);
         }
-        // New providers are checked now, not at the next interval.
-        self.checks.changed.notify_one();
+        // New providers are checked now, not at the next interval. A provider's own change of
+        // state reaches the checks directly, so a rebuild of its tools asks for none.
+        if new_providers {
+            self.checks.changed.notify_one();
+        }
     }
 
     /// Applies a re-read configuration: providers whose entry is unchanged keep running, new
