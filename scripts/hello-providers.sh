@@ -11,7 +11,8 @@ Usage: scripts/hello-providers.sh [--help]
 
 Starts hello-rs on $HELLO_RS_ADDRESS (default 127.0.0.1:50051) and hello-py on
 $HELLO_PY_ADDRESS (default 127.0.0.1:50052), the addresses config/hello.yaml reads, and runs
-until Ctrl-C. Then, in another terminal:
+until Ctrl-C. Builds hello-provider (release) unless HELLO_PROVIDER_BIN names a built one.
+Then, in another terminal:
 
   cargo run -p mcp-http-gateway -- serve --config config/hello.yaml
   curl -s http://127.0.0.1:8005/tools
@@ -30,8 +31,13 @@ rs_address="${HELLO_RS_ADDRESS:-127.0.0.1:50051}"
 py_address="${HELLO_PY_ADDRESS:-127.0.0.1:50052}"
 
 examples/hello-py/install.sh
-cargo build --locked -p hello-provider >&2
-target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+hello_rs="${HELLO_PROVIDER_BIN:-}"
+if [ -z "$hello_rs" ]; then
+  # Release, like run.sh's gateway, so the two builds share their dependencies.
+  cargo build --release --locked -p hello-provider >&2
+  target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  hello_rs="$target/release/hello-provider"
+fi
 
 pids=()
 # shellcheck disable=SC2317  # called by the traps
@@ -42,7 +48,7 @@ stop() {
 trap stop EXIT
 trap 'exit 0' INT TERM
 
-"$target/debug/hello-provider" --listen "$rs_address" 2> >(sed -u 's/^/hello-rs: /' >&2) &
+"$hello_rs" --listen "$rs_address" 2> >(sed -u 's/^/hello-rs: /' >&2) &
 pids+=($!)
 .deps/hello-py/bin/python examples/hello-py/hello_py.py --listen "$py_address" 2> >(sed -u 's/^/hello-py: /' >&2) &
 pids+=($!)

@@ -40,6 +40,18 @@ code_graph_start "$caller_dir" || echo "code-graph: continuing without the embed
 if [ -z "${HELLO_RS_ADDRESS:-}${HELLO_PY_ADDRESS:-}" ]; then
   scripts/hello-providers.sh &
   hello_pid=$!
+  # The gateway starts once both listen (or the script has ended), so hello is not listed as
+  # unavailable while they build. A first build takes minutes, hence the long deadline.
+  deadline=$((SECONDS + 600))
+  for address in 127.0.0.1:50051 127.0.0.1:50052; do
+    until (exec 3<>"/dev/tcp/${address%:*}/${address##*:}") 2>/dev/null; do
+      if ! kill -0 "$hello_pid" 2>/dev/null || ((SECONDS > deadline)); then
+        echo "run.sh: the hello providers are not listening; hello starts without them" >&2
+        break 2
+      fi
+      sleep 0.2
+    done
+  done
 fi
 gateway="${MCP_GATEWAY_BIN:-}"
 if [ -z "$gateway" ]; then

@@ -4,23 +4,20 @@
 # with the gateway binary (`config get`), so there is one YAML parser.
 
 # service_table BINARY CONFIG_DIR [SECONDS]: waits (up to SECONDS, default 180, for all) until
-# each service's /health answers (any status: `unavailable` is up and talking), then prints the
-# table. Status 1 when a service never answered (it is listed as "not answering").
+# each service has settled: its /health answers (any status: `unavailable` is up and talking)
+# and no dependency is `unknown` (an MCP server still starting, an index still building, a
+# first check not done). Then prints the table, with each service as it is at that moment.
+# Status 1 when a service never answered (it is listed as "not answering").
 service_table() {
   local bin="$1" dir="$2" seconds="${3:-180}" file name port services=()
-  local deadline=$((SECONDS + seconds))
   for file in "$dir"/*.yaml; do
     name="$(basename "$file" .yaml)"
     [ "$name" != services ] || continue
     port="$("$bin" config get "$file" service.port 2>/dev/null)" || continue
-    until [[ "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" 2>/dev/null)" != 000 ]]; do
-      ((SECONDS <= deadline)) || break
-      sleep 0.2
-    done
     services+=("$name=$port")
   done
-  python3 - "${services[@]}" <<'PY'
-import json, sys, urllib.error, urllib.request
+  python3 - "$seconds" "${services[@]}" <<'PY'
+import json, sys, time, urllib.error, urllib.request
 
 def get(url):
     try:
@@ -31,21 +28,40 @@ def get(url):
     except Exception:
         return None
 
-rows, missing, first = [], False, None
-for arg in sys.argv[1:]:
-    name, port = arg.rsplit("=", 1)
-    url = f"http://127.0.0.1:{port}"
-    health = get(url + "/health")
+def report(health):
     if health is None:
+        return None
+    data = health.get("data")
+    return data if isinstance(data, dict) else (health.get("meta") or {}).get("health", {})
+
+def settled(rep):
+    deps = (rep or {}).get("dependencies") or {}
+    return rep is not None and all(d.get("status") != "unknown" for d in deps.values())
+
+deadline = time.monotonic() + float(sys.argv[1])
+services = sorted((arg.rsplit("=", 1) for arg in sys.argv[2:]), key=lambda s: int(s[1]))
+reports = {}
+while True:
+    for name, port in services:
+        if not settled(reports.get(name)):
+            reports[name] = report(get(f"http://127.0.0.1:{port}/health"))
+    if all(settled(reports[n]) for n, _ in services) or time.monotonic() > deadline:
+        break
+    time.sleep(0.2)
+
+rows, missing, first = [], False, None
+for name, port in services:
+    url = f"http://127.0.0.1:{port}"
+    rep = report(get(url + "/health"))
+    if rep is None:
         rows.append((name, url, "not answering", "-"))
         missing = True
         continue
-    report = health["data"] if isinstance(health.get("data"), dict) else (health.get("meta") or {}).get("health", {})
     tools = get(url + "/tools")
     listed = (tools or {}).get("data") or {}
     count = len(listed.get("tools", [])) if isinstance(listed, dict) else 0
-    rows.append((name, url, report.get("status", "?"), str(count)))
-    if first is None or (report.get("status") == "healthy" and rows[first][2] != "healthy"):
+    rows.append((name, url, rep.get("status", "?"), str(count)))
+    if first is None or (rep.get("status") == "healthy" and rows[first][2] != "healthy"):
         first = len(rows) - 1
 header = ("SERVICE", "URL", "STATE", "TOOLS")
 widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]

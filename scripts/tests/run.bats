@@ -56,3 +56,26 @@ teardown() {
   grep -Eq "^silent +http://127\.0\.0\.1:$SILENT_PORT +not answering +-$" <<<"$output"
   grep -Eq "^api +http://127\.0\.0\.1:$API_PORT +unavailable +1$" <<<"$output"
 }
+
+@test "a service whose MCP server is still starting is listed once it has connected, not before" {
+  TIME_SERVER="$REPO/.deps/venv/bin/mcp-server-time"
+  [ -x "$TIME_SERVER" ] || skip "no mcp-server-time at $TIME_SERVER (scripts/install-mcp-servers.sh)"
+  SLOW_PORT="$(port)"
+  # A server that takes 2 s to start: the gateway answers /health at once with it `unknown`.
+  cat >"$SERVED/slow.yaml" <<YAML
+service: { name: slow, port: $SLOW_PORT }
+providers:
+  - name: time
+    kind: mcp
+    command: sh
+    args: [-c, "sleep 2; exec '$TIME_SERVER' --local-timezone UTC"]
+YAML
+  cp "$SERVED/slow.yaml" "$LISTED/slow.yaml"
+  kill "$GATEWAY_PID"; wait "$GATEWAY_PID" || true
+  "$BIN" serve --config-dir "$SERVED" >"$BATS_TEST_TMPDIR/gateway.log" 2>&1 &
+  GATEWAY_PID=$!
+  run service_table "$BIN" "$LISTED" 60
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -Eq "^slow +http://127\.0\.0\.1:$SLOW_PORT +healthy +2$" <<<"$output"
+}
