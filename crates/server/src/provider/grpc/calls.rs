@@ -35,7 +35,7 @@ pub const CORRELATION_ID: &str = "x-correlation-id";
 /// | gRPC code          | ToolError          | contract code     |
 /// |--------------------|--------------------|-------------------|
 /// | INVALID_ARGUMENT   | InvalidArguments   | INVALID_ARGUMENTS |
-/// | NOT_FOUND          | NotFound           | TOOL_NOT_FOUND    |
+/// | NOT_FOUND          | NotFound           | TOOL_NOT_FOUND (RESOURCE_/PROMPT_NOT_FOUND on reads and renders) |
 /// | DEADLINE_EXCEEDED  | Timeout            | TIMEOUT           |
 /// | UNAVAILABLE        | Unavailable        | EXECUTION_ERROR   |
 /// | any other          | Execution          | EXECUTION_ERROR   |
