@@ -99,12 +99,7 @@ fn visit(s: &mut Scan, node: Node) {
             };
             let mut bases = Vec::new();
             heritage(s, node, &mut bases);
-            let owner = s.owner();
-            s.define(node, DefKind::Class, name, owner, bases, |s| {
-                if let Some(body) = node.child_by_field_name("body") {
-                    s.children(body, visit);
-                }
-            });
+            s.define_members(node, DefKind::Class, name, bases, visit);
         }
         "call_expression" => {
             if let Some(f) = node.child_by_field_name("function") {
@@ -193,7 +188,7 @@ fn import(s: &mut Scan, node: Node) {
 #[cfg(test)]
 mod tests {
     use crate::facts::{Callee, DefKind};
-    use crate::lang::{Lang, calls_of, parse};
+    use crate::lang::{Lang, calls_of, defs_of, parse};
 
     const SRC: &str = r#"
 import { render, parse as p } from "./text";
@@ -214,11 +209,7 @@ const arrow = async (y) => { await helper(y); };
     #[test]
     fn typescript_definitions_heritage_calls_imports() {
         let f = parse(Lang::TypeScript, SRC).unwrap();
-        let defs: Vec<_> = f
-            .defs
-            .iter()
-            .map(|d| (d.local_name.as_str(), d.kind))
-            .collect();
+        let defs = defs_of(&f);
         assert_eq!(
             defs,
             [

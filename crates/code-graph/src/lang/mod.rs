@@ -125,6 +125,24 @@ impl<'s> Scan<'s> {
         self.within(name, Some(index), body);
     }
 
+    /// Records a definition owned by the enclosing one (else the module) whose members sit in
+    /// its `body` field, and walks them with `visit` inside its scope.
+    pub fn define_members(
+        &mut self,
+        node: Node,
+        kind: DefKind,
+        name: &str,
+        bases: Vec<String>,
+        visit: fn(&mut Self, Node),
+    ) {
+        let owner = self.owner();
+        self.define(node, kind, name, owner, bases, |s| {
+            if let Some(body) = node.child_by_field_name("body") {
+                s.children(body, visit);
+            }
+        });
+    }
+
     /// Runs `body` inside a named scope (an inline module: no definition of its own), with
     /// `current` as the caller of the calls met there.
     pub fn within(&mut self, name: &str, current: Option<usize>, body: impl FnOnce(&mut Self)) {
@@ -167,6 +185,16 @@ impl<'s> Scan<'s> {
             visit(self, child);
         }
     }
+}
+
+/// Each definition's local name and kind, in order.
+#[cfg(test)]
+pub(crate) fn defs_of(facts: &FileFacts) -> Vec<(&str, DefKind)> {
+    facts
+        .defs
+        .iter()
+        .map(|d| (d.local_name.as_str(), d.kind))
+        .collect()
 }
 
 #[cfg(test)]

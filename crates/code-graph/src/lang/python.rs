@@ -34,12 +34,7 @@ fn visit(s: &mut Scan, node: Node) {
             } else {
                 DefKind::Function
             };
-            let owner = s.owner();
-            s.define(node, kind, name, owner, Vec::new(), |s| {
-                if let Some(body) = node.child_by_field_name("body") {
-                    s.children(body, visit);
-                }
-            });
+            s.define_members(node, kind, name, Vec::new(), visit);
         }
         "class_definition" => {
             let Some(name) = s.field_text(node, "name") else {
@@ -55,12 +50,7 @@ fn visit(s: &mut Scan, node: Node) {
                     }
                 }
             }
-            let owner = s.owner();
-            s.define(node, DefKind::Class, name, owner, bases, |s| {
-                if let Some(body) = node.child_by_field_name("body") {
-                    s.children(body, visit);
-                }
-            });
+            s.define_members(node, DefKind::Class, name, bases, visit);
         }
         "call" => {
             if let Some(f) = node.child_by_field_name("function") {
@@ -143,7 +133,7 @@ fn callee(s: &mut Scan, f: Node) {
 #[cfg(test)]
 mod tests {
     use crate::facts::{Callee, DefKind, Owner};
-    use crate::lang::{Lang, calls_of, parse};
+    use crate::lang::{Lang, calls_of, defs_of, parse};
 
     const SRC: &str = r#"
 import os.path
@@ -169,11 +159,7 @@ def place(order):
     #[test]
     fn definitions_bases_and_calls() {
         let f = parse(Lang::Python, SRC).unwrap();
-        let defs: Vec<_> = f
-            .defs
-            .iter()
-            .map(|d| (d.local_name.as_str(), d.kind))
-            .collect();
+        let defs = defs_of(&f);
         assert_eq!(
             defs,
             [

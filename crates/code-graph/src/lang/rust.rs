@@ -67,12 +67,7 @@ fn item(s: &mut Scan, node: Node) {
                     }
                 }
             }
-            let owner = s.owner();
-            s.define(node, DefKind::Class, name, owner, bases, |s| {
-                if let Some(body) = node.child_by_field_name("body") {
-                    s.children(body, item);
-                }
-            });
+            s.define_members(node, DefKind::Class, name, bases, item);
         }
         "impl_item" => {
             let Some(ty) = node
@@ -318,7 +313,7 @@ fn token_calls(s: &mut Scan, tree: Node) {
 #[cfg(test)]
 mod tests {
     use crate::facts::{Callee, DefKind, Owner};
-    use crate::lang::{Lang, calls_of, parse};
+    use crate::lang::{Lang, calls_of, defs_of, parse};
 
     const SRC: &str = r#"
 use crate::a::{b, c::D as E};
@@ -361,11 +356,7 @@ mod tests {
     #[test]
     fn definitions_owners_and_bases() {
         let f = parse(Lang::Rust, SRC).unwrap();
-        let defs: Vec<_> = f
-            .defs
-            .iter()
-            .map(|d| (d.local_name.as_str(), d.kind))
-            .collect();
+        let defs = defs_of(&f);
         assert_eq!(
             defs,
             [
