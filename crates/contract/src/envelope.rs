@@ -85,6 +85,39 @@ impl Envelope {
     }
 }
 
+/// The body of a successful envelope whose `data` is JSON text already: an answer serialised
+/// once per change (GET /tools's list) is not serialised again per request, only the members
+/// that are the request's own are written around it. Byte for byte what serialising
+/// [`Envelope::ok`] with the same data gives (the member order is the struct's).
+///
+/// `data` must be one JSON value, as `serde_json` writes it; the caller serialised it.
+pub fn ok_body_with_json_data(
+    data: &[u8],
+    request_id: &str,
+    timestamp: &str,
+    meta: Option<&Meta>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + 192);
+    out.extend_from_slice(br#"{"success":true,"data":"#);
+    out.extend_from_slice(data);
+    out.extend_from_slice(br#","request_id":"#);
+    write_json(&mut out, request_id);
+    out.extend_from_slice(br#","timestamp":"#);
+    write_json(&mut out, timestamp);
+    if let Some(meta) = meta {
+        out.extend_from_slice(br#","meta":"#);
+        write_json(&mut out, meta);
+    }
+    out.push(b'}');
+    out
+}
+
+/// Appends `value` as JSON; strings and [`Meta`] have no map with non-string keys, so this
+/// cannot fail.
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("strings and Meta always serialise");
+}
+
 /// Facts about the handling of a request. Unknown members may be added by later versions;
 /// clients ignore what they do not know.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -157,6 +190,43 @@ mod tests {
             v,
             json!({"success": false, "error": "slow", "code": "TIMEOUT", "request_id": "id", "timestamp": "t"})
         );
+    }
+
+    #[test]
+    fn spliced_body_is_the_serialised_envelope() {
+        let data = json!({"service": "s", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}], "quote": "a\"b\u{2028}"});
+        let text = serde_json::to_vec(&data).unwrap();
+        let metas = [
+            None,
+            Some(Meta::default()),
+            Some(Meta {
+                execution_time_ms: Some(3),
+                tool: Some("t\"x".into()),
+                rate_limit_remaining: Some(7),
+                ..Meta::default()
+            }),
+        ];
+        for meta in metas {
+            let spliced = ok_body_with_json_data(
+                &text,
+                "7d0c3f0e-1c2b-4a5e-9f00-0123456789ab",
+                "2026-01-01T00:00:00.000Z",
+                meta.as_ref(),
+            );
+            let serialised = serde_json::to_vec(&Envelope::ok(
+                data.clone(),
+                "7d0c3f0e-1c2b-4a5e-9f00-0123456789ab".into(),
+                "2026-01-01T00:00:00.000Z".into(),
+                meta.clone(),
+            ))
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(spliced.clone()).unwrap(),
+                String::from_utf8(serialised).unwrap()
+            );
+            let value: Value = serde_json::from_slice(&spliced).unwrap();
+            assert!(check(&value, 200).is_ok(), "{value}");
+        }
     }
 
     #[test]

@@ -1,20 +1,36 @@
-//! The ceiling for docs/performance.md: a bare axum server answering a static JSON body of the
-//! envelope's shape on GET /, so `wrk` against it measures what this machine gives any axum
-//! service. `cargo run --release -p loadtest --example hello_axum -- 18999`
+//! The ceiling for docs/performance.md: a bare axum server answering GET / with the envelope of
+//! a successful answer, so `wrk` against it measures what this machine gives any axum service
+//! doing the least the gateway must do per request. With a file, its JSON text is the `data`
+//! (GET /tools's `data`, fetched from the gateway under test, for the same bytes); each answer
+//! gets a fresh request id (UUID v4) and timestamp, as the gateway's do.
+//!
+//! `cargo run --release -p loadtest --example hello_axum -- PORT [DATA_JSON_FILE]`
 
 use axum::Router;
 use axum::routing::get;
+use chrono::{SecondsFormat, Utc};
 
 #[tokio::main]
 async fn main() {
-    let port: u16 = std::env::args()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(18999);
-    let body = r#"{"success":true,"data":{"hello":"world"},"request_id":"7d0c3f0e-1c2b-4a5e-9f00-0123456789ab","timestamp":"2026-11-22T10:00:00.000Z","meta":{"execution_time_ms":0}}"#;
+    let mut args = std::env::args().skip(1);
+    let port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(18999);
+    let data: &'static [u8] = match args.next() {
+        Some(file) => std::fs::read(&file)
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .leak(),
+        None => br#"{"hello":"world"}"#,
+    };
     let app = Router::new().route(
         "/",
-        get(move || async move { ([("content-type", "application/json")], body) }),
+        get(move || async move {
+            let body = contract::envelope::ok_body_with_json_data(
+                data,
+                &uuid::Uuid::new_v4().to_string(),
+                &Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+                None,
+            );
+            ([("content-type", "application/json")], body)
+        }),
     );
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await

@@ -14,10 +14,11 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header, response::Parts};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use contract::envelope::ok_body_with_json_data;
 use contract::{Envelope, ErrorCode, REQUEST_ID_HEADER};
 use tracing::Instrument;
 
-use super::reply::Reply;
+use super::reply::{Data, Reply};
 use super::request_id::RequestId;
 use crate::clock::timestamp;
 use crate::service::client::Client;
@@ -103,23 +104,31 @@ fn finish(
             let mut meta = *reply.meta;
             meta.execution_time_ms = Some(execution_time_ms);
             let tool = meta.tool.clone();
-            let (envelope, code) = match reply.outcome {
-                Ok(data) => (
-                    Envelope::ok(data, request_id.to_string(), timestamp(), Some(meta)),
+            let (body, code) = match reply.outcome {
+                Ok(Data::Json(data)) => (
+                    ok_body_with_json_data(&data, request_id.as_str(), &timestamp(), Some(&meta)),
+                    None,
+                ),
+                Ok(Data::Value(data)) => (
+                    to_body(&Envelope::ok(
+                        data,
+                        request_id.to_string(),
+                        timestamp(),
+                        Some(meta),
+                    )),
                     None,
                 ),
                 Err((code, message)) => (
-                    Envelope::err(
+                    to_body(&Envelope::err(
                         code,
                         message,
                         request_id.to_string(),
                         timestamp(),
                         Some(meta),
-                    ),
+                    )),
                     Some(code),
                 ),
             };
-            let body = serde_json::to_vec(&envelope).unwrap_or_else(|_| b"{}".to_vec());
             parts.status = status;
             parts.headers.remove(header::CONTENT_LENGTH);
             parts.headers.insert(
@@ -163,6 +172,10 @@ fn finish(
         "request"
     );
     response
+}
+
+fn to_body(envelope: &Envelope) -> Vec<u8> {
+    serde_json::to_vec(envelope).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// An error answer that did not come as a [`Reply`], converted by its status.

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, Uri, header};
@@ -23,7 +22,7 @@ pub async fn list_tools(
     State(service): State<Arc<Service>>,
     axum::Extension(client): axum::Extension<Client>,
 ) -> Reply {
-    Reply::ok_shared(service.tools_data(&client))
+    Reply::ok_json(service.tools_data(&client))
 }
 
 pub async fn call_tool(
@@ -207,7 +206,11 @@ pub async fn openapi(
     State(service): State<Arc<Service>>,
     axum::Extension(client): axum::Extension<Client>,
 ) -> Response {
-    Json(service.openapi(&client).as_ref().clone()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        service.openapi(&client),
+    )
+        .into_response()
 }
 
 pub async fn not_found(method: Method, uri: Uri) -> Reply {

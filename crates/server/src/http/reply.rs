@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -20,10 +21,19 @@ use serde_json::Value;
 use super::request_id::RequestId;
 use crate::service::{CallFailure, Service};
 
+/// The `data` of a successful answer.
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// A value, serialised with the envelope.
+    Value(Arc<Value>),
+    /// JSON text serialised once per change (GET /tools), spliced into the envelope as it is.
+    Json(Bytes),
+}
+
 /// An answer waiting for its envelope.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    pub outcome: Result<Arc<Value>, (ErrorCode, String)>,
+    pub outcome: Result<Data, (ErrorCode, String)>,
     /// Boxed: `meta` can carry a whole health report, and a `Reply` is often an `Err`.
     pub meta: Box<Meta>,
     /// A request id from the body, which wins over the header's.
@@ -35,17 +45,17 @@ pub struct Reply {
 impl Reply {
     pub fn ok(data: Value) -> Self {
         Reply {
-            outcome: Ok(Arc::new(data)),
+            outcome: Ok(Data::Value(Arc::new(data))),
             meta: Box::default(),
             request_id: None,
             retry_after: None,
         }
     }
 
-    /// A successful answer whose data is shared (cached), not copied.
-    pub fn ok_shared(data: Arc<Value>) -> Self {
+    /// A successful answer whose data is JSON text already (cached): spliced, not serialised.
+    pub fn ok_json(data: Bytes) -> Self {
         Reply {
-            outcome: Ok(data),
+            outcome: Ok(Data::Json(data)),
             meta: Box::default(),
             request_id: None,
             retry_after: None,

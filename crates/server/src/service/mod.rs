@@ -23,7 +23,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use serde_json::Value;
+use bytes::Bytes;
 use tokio::sync::Notify;
 
 use self::admission::Admission;
@@ -364,7 +364,7 @@ impl Service {
     }
 
     /// GET /tools's `data` as `client` sees it (only its scope's tools), shared.
-    pub fn tools_data(&self, client: &Client) -> Arc<Value> {
+    pub fn tools_data(&self, client: &Client) -> Bytes {
         let toolset = self.toolset();
         match client.scope() {
             None => toolset.tools_data.clone(),
@@ -423,7 +423,7 @@ impl Service {
     }
 
     /// The per-service OpenAPI document as `client` sees it (only its scope's tools).
-    pub fn openapi(&self, client: &Client) -> Arc<Value> {
+    pub fn openapi(&self, client: &Client) -> Bytes {
         let toolset = self.toolset();
         match client.scope() {
             None => toolset.openapi.clone(),

@@ -7,10 +7,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use contract::service_document::{Limits, Publication, server_url, service_document};
 use contract::{QUALIFIED_NAME_META_KEY, ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::admission::{Admission, CallGates, Scope};
 use super::client::ToolScope;
@@ -23,9 +24,11 @@ use crate::sync::Unpoisoned;
 pub(super) struct ToolSet {
     pub providers: Vec<Arc<dyn Provider>>,
     pub registry: ToolRegistry,
-    pub openapi: Arc<Value>,
-    /// GET /tools's `data`, built once per tool list rather than per request.
-    pub tools_data: Arc<Value>,
+    /// The per-service OpenAPI document as JSON text, serialised once per tool list.
+    pub openapi: Bytes,
+    /// GET /tools's `data` as JSON text, serialised once per tool list rather than per
+    /// request; the envelope is spliced around it.
+    pub tools_data: Bytes,
     /// The same tools as MCP `tools/list` answers them, also built once per tool list.
     pub mcp_tools: Arc<Vec<rmcp::model::Tool>>,
     /// Each tool's limits and the gates its calls pass, resolved once per change.
@@ -38,9 +41,9 @@ pub(super) struct ToolSet {
 
 /// The client-facing forms of the tools one scope allows.
 pub struct ScopedForms {
-    pub tools_data: Arc<Value>,
+    pub tools_data: Bytes,
     pub mcp_tools: Arc<Vec<Tool>>,
-    pub openapi: Arc<Value>,
+    pub openapi: Bytes,
 }
 
 /// [`Publication`] without the borrows, kept in the tool set.
@@ -53,7 +56,8 @@ struct OwnedPublication {
 }
 
 impl OwnedPublication {
-    fn document(&self, tools: &[ToolSchema]) -> Value {
+    /// The per-service document as JSON text.
+    fn document(&self, tools: &[ToolSchema]) -> Bytes {
         let publication = Publication {
             service: &self.service,
             version: &self.version,
@@ -61,7 +65,7 @@ impl OwnedPublication {
             api_keys_enabled: self.keys_required,
             limits: self.limits,
         };
-        service_document(&publication, tools)
+        json_text(&service_document(&publication, tools))
     }
 }
 
@@ -97,8 +101,8 @@ impl ToolSet {
             limits,
         };
         ToolSet {
-            openapi: Arc::new(publication.document(registry.tools())),
-            tools_data: Arc::new(tools_data(name, version, registry.tools())),
+            openapi: publication.document(registry.tools()),
+            tools_data: tools_data(name, version, registry.tools()),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
             plans: plans(name, config, &registry, admission),
             publication,
@@ -123,9 +127,9 @@ impl ToolSet {
             .collect();
         let p = &self.publication;
         let forms = Arc::new(ScopedForms {
-            tools_data: Arc::new(tools_data(&p.service, &p.version, &tools)),
+            tools_data: tools_data(&p.service, &p.version, &tools),
             mcp_tools: Arc::new(mcp_tools(&tools)),
-            openapi: Arc::new(p.document(&tools)),
+            openapi: p.document(&tools),
         });
         self.scoped
             .write_unpoisoned()
@@ -189,14 +193,21 @@ fn plans(
     plans
 }
 
-/// GET /tools's `data`: the service, its version and its tools.
-fn tools_data(name: &str, version: &str, tools: &[ToolSchema]) -> Value {
-    serde_json::to_value(ToolsResponse {
+/// GET /tools's `data` as JSON text: the service, its version and its tools.
+fn tools_data(name: &str, version: &str, tools: &[ToolSchema]) -> Bytes {
+    json_text(&ToolsResponse {
         service: name.to_owned(),
         version: version.to_owned(),
         tools: tools.to_vec(),
     })
-    .unwrap_or(Value::Null)
+}
+
+/// `value` as compact JSON text. The contract's types always serialise (no map has a
+/// non-string key); `null` stands in should one not.
+fn json_text<T: serde::Serialize>(value: &T) -> Bytes {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .unwrap_or_else(|_| Bytes::from_static(b"null"))
 }
 
 /// The tools as MCP `tools/list` lists them, each with its qualified name in `_meta`.
