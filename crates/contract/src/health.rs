@@ -190,6 +190,33 @@ pub struct ProviderReport {
     /// The index of a `search` provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<SearchIndexReport>,
+    /// The children of an `mcp` provider with `instances` above 1, each supervised on its
+    /// own; absent without a pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceReport>,
+}
+
+/// One child of a pooled stdio MCP provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InstanceReport {
+    /// Which child (1-based).
+    #[schema(minimum = 1)]
+    pub instance: u32,
+    /// Whether calls can go to it now.
+    pub status: DependencyState,
+    /// Calls running on it now (the next call goes to the live child with the fewest).
+    #[schema(minimum = 0)]
+    pub calls_in_flight: u64,
+    /// Times it was started again after its process or connection was lost.
+    #[schema(minimum = 0)]
+    pub restarts: u64,
+    /// Why it is not connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How its `tools/list` differs from the tools served (the first live child's), when it
+    /// does: `lacks a, b; also lists c`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_differ: Option<String>,
 }
 
 impl ProviderReport {
@@ -207,6 +234,7 @@ impl ProviderReport {
             reconnects: None,
             metadata: BTreeMap::new(),
             index: None,
+            instances: Vec::new(),
         }
     }
 

@@ -20,8 +20,8 @@ pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
     ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
-    HealthStatus, IndexState, NameConflict, ProviderHealth, ProviderReport, SearchIndexReport,
-    SkippedFiles, ToolFailure, ToolHealth, ToolStatus, WatcherState,
+    HealthStatus, IndexState, InstanceReport, NameConflict, ProviderHealth, ProviderReport,
+    SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth, ToolStatus, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -28,9 +28,9 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
     CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
-    Envelope, ErrorCode, HealthResponse, HealthStatus, IndexState, Meta, NameConflict,
-    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
-    ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
+    Envelope, ErrorCode, HealthResponse, HealthStatus, IndexState, InstanceReport, Meta,
+    NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse,
+    ProviderReport, ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
     ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, ToolFailure,
     ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue, WatcherState,
 };
@@ -895,6 +895,7 @@ fn components() -> utoipa::openapi::Components {
         (ConnectionState::name(), ConnectionState::schema()),
         (ProviderReport::name(), ProviderReport::schema()),
         (SearchIndexReport::name(), SearchIndexReport::schema()),
+        (InstanceReport::name(), InstanceReport::schema()),
         (IndexState::name(), IndexState::schema()),
         (WatcherState::name(), WatcherState::schema()),
         (SkippedFiles::name(), SkippedFiles::schema()),

@@ -205,6 +205,9 @@ pub struct StdioTransport {
     pub env_passthrough: Vec<String>,
     /// The child's working directory, relative to the config file's folder.
     pub cwd: Option<String>,
+    /// How many children to run (`instances`, default 1): a pool for a server that keeps no
+    /// state per client, each call on the least-loaded live child (`provider/mcp/pool.rs`).
+    pub instances: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -214,6 +217,9 @@ pub struct HttpTransport {
     /// Extra HTTP headers sent to `url` (values may use `${VAR}`).
     pub headers: BTreeMap<String, String>,
 }
+
+/// The most children one stdio provider may run: each is a process of its own.
+pub const MAX_INSTANCES: u32 = 32;
 
 /// The YAML form of an mcp entry, flat as people write it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -264,6 +270,8 @@ struct McpFields {
     headers: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "optional_text")]
     setup_hint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instances: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     session_per_client: bool,
     #[serde(default)]
@@ -303,6 +311,12 @@ impl TryFrom<McpFields> for McpProviderConfig {
                 ));
             }
             (Some(command), None) => {
+                let instances = f.instances.unwrap_or(1);
+                if !(1..=MAX_INSTANCES).contains(&instances) {
+                    return Err(format!(
+                        "provider '{name}': instances is {instances}; give 1 to {MAX_INSTANCES} children"
+                    ));
+                }
                 if let Some(bad) = f.env_passthrough.iter().find(|n| !is_env_name(n)) {
                     return Err(format!(
                         "provider '{name}': env_passthrough '{bad}' is not an environment variable name (letters, digits and _, not starting with a digit)"
@@ -314,6 +328,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     env: f.env,
                     env_passthrough: f.env_passthrough,
                     cwd: f.cwd,
+                    instances,
                 })
             }
             (None, Some(url)) => {
@@ -329,9 +344,10 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     || !f.env.is_empty()
                     || !f.env_passthrough.is_empty()
                     || f.cwd.is_some()
+                    || f.instances.is_some()
                 {
                     return Err(format!(
-                        "provider '{name}': `args`, `env`, `env_passthrough` and `cwd` apply only to a `command` provider"
+                        "provider '{name}': `args`, `env`, `env_passthrough`, `cwd` and `instances` apply only to a `command` provider (a pool of children; a remote server scales on its own side)"
                     ));
                 }
                 let http = HttpTransport {
@@ -370,6 +386,7 @@ impl From<McpProviderConfig> for McpFields {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            instances: None,
             setup_hint: c.setup_hint,
             session_per_client: c.session_per_client,
             validate_output: c.validate_output,
@@ -385,6 +402,7 @@ impl From<McpProviderConfig> for McpFields {
                 f.env = s.env;
                 f.env_passthrough = s.env_passthrough;
                 f.cwd = s.cwd;
+                f.instances = (s.instances != 1).then_some(s.instances);
             }
             McpTransport::StreamableHttp(h) | McpTransport::LegacySse(h) => {
                 f.url = Some(h.url);
@@ -660,6 +678,25 @@ mod tests {
         let remote: Result<McpProviderConfig, _> =
             serde_saphyr::from_str("{ name: p, url: 'http://h/mcp', env_passthrough: [A] }");
         assert!(remote.unwrap_err().to_string().contains("env_passthrough"));
+    }
+
+    #[test]
+    fn instances_default_to_one_are_bounded_and_only_for_a_command() {
+        assert_eq!(stdio("args: []").unwrap().instances, 1);
+        assert_eq!(stdio("instances: 4").unwrap().instances, 4);
+        for bad in ["0", "33"] {
+            let err = stdio(&format!("instances: {bad}")).unwrap_err();
+            assert!(err.contains(&format!("instances is {bad}")), "{err}");
+        }
+        let remote: Result<McpProviderConfig, _> =
+            serde_saphyr::from_str("{ name: p, url: 'http://h/mcp', instances: 2 }");
+        assert!(remote.unwrap_err().to_string().contains("instances"));
+        // Written back (check-config's normalised form) as given, one omitted.
+        let pooled: McpProviderConfig =
+            serde_saphyr::from_str("{ name: p, command: x, instances: 3 }").unwrap();
+        assert_eq!(McpFields::from(pooled).instances, Some(3));
+        let single: McpProviderConfig = serde_saphyr::from_str("{ name: p, command: x }").unwrap();
+        assert_eq!(McpFields::from(single).instances, None);
     }
 
     #[test]

@@ -219,6 +219,11 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// Each child of a pool (`mcp` providers with `instances` above 1), for /health.
+    fn instances(&self) -> Vec<contract::InstanceReport> {
+        Vec::new()
+    }
+
     /// The state of the provider's search index (`search` providers), for /health.
     fn index_report(&self) -> Option<contract::SearchIndexReport> {
         None

@@ -171,6 +171,7 @@ impl Service {
                 let provider = running.iter().find(|p| p.name() == name);
                 let mut report = contract::ProviderReport::new(entry.kind(), true, reason(&name));
                 report.index = provider.and_then(|p| p.index_report());
+                report.instances = provider.map(|p| p.instances()).unwrap_or_default();
                 if let Some(connection) = provider.and_then(|p| p.connection_state()) {
                     report = report.with_connection(connection);
                 }

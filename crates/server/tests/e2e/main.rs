@@ -18,6 +18,7 @@ mod hosts;
 mod http_provider;
 mod lifecycle;
 mod mcp_fidelity;
+mod mcp_pool;
 mod mcp_provider;
 mod mcp_provider_http;
 mod mcp_provider_supervision;

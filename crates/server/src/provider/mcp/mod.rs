@@ -14,11 +14,13 @@ mod call;
 mod catalog;
 mod client;
 pub mod downstream;
+mod pool;
 mod result;
 mod sessions;
 mod supervisor;
 mod upstream;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -34,23 +36,29 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use self::client::{CallerRoutes, ProgressRoutes};
-use self::downstream::{Downstream, Downstreams};
+use self::downstream::{Downstream, Downstreams, current_caller};
+use self::pool::{InFlight, Instance, Pool};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
 use super::{
     CallContext, Connection, JsonObject, Provider, ProviderError, ProviderHooks, ToolError,
 };
-use crate::config::{McpProviderConfig, OutputValidation, ServiceConfig};
+use crate::config::{McpProviderConfig, McpTransport, OutputValidation, ServiceConfig};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
 pub struct McpProvider {
-    inner: Arc<Inner>,
-    supervisor: Mutex<Option<JoinHandle<()>>>,
+    pool: Arc<Pool>,
+    supervisors: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// One connection to the server (one child, for stdio), supervised on its own.
 pub(super) struct Inner {
     pub(super) name: String,
+    /// Which child of the provider's pool this is (`instances`; 1 of 1 without a pool).
+    pub(super) instance: Instance,
+    /// Calls running on it now: the pool sends the next call to the child with the fewest.
+    pub(super) in_flight: AtomicUsize,
     pub(super) service: String,
     pub(super) endpoint: Endpoint,
     pub(super) tools_changed: Arc<Notify>,
@@ -101,64 +109,89 @@ impl McpProvider {
             message: e.to_string(),
         };
         let endpoint = Endpoint::new(&service.base_dir, &config.transport).map_err(error)?;
-        let inner = Inner {
-            name: name.clone(),
-            service: service.service.name.to_string(),
-            endpoint,
-            tools_changed: hooks.tools_changed,
-            health_changed: hooks.health_changed,
-            validate_output: config.validate_output,
-            check_every: service.monitoring.health_check_interval,
-            setup_hint: config.setup_hint.clone(),
-            peer: RwLock::new(None),
-            tools: RwLock::new(Vec::new()),
-            status: RwLock::new(DependencyStatus {
-                status: DependencyState::Unknown,
-                response_time_ms: None,
-                error: Some("not connected yet".into()),
-                last_ok: None,
-                checked_at: None,
-            }),
-            refresh: Arc::new(Notify::new()),
-            reconnect: Notify::new(),
-            generation: std::sync::atomic::AtomicU64::new(0),
-            failed_generation: std::sync::atomic::AtomicU64::new(0),
-            progress: ProgressRoutes::default(),
-            callers: CallerRoutes::default(),
-            downstreams: hooks.downstreams.clone(),
-            session_per_client: config.session_per_client,
-            session_links: SessionLinks::default(),
-            shutdown: hooks.shutdown.child(),
-            first_attempt_done: watch::channel(false).0,
+        let of = match &config.transport {
+            McpTransport::Stdio(stdio) => stdio.instances.max(1),
+            _ => 1,
         };
+        let instances = (1..=of)
+            .map(|index| {
+                Arc::new(Inner {
+                    name: name.clone(),
+                    instance: Instance { index, of },
+                    in_flight: AtomicUsize::new(0),
+                    service: service.service.name.to_string(),
+                    endpoint: endpoint.clone(),
+                    tools_changed: hooks.tools_changed.clone(),
+                    health_changed: hooks.health_changed.clone(),
+                    validate_output: config.validate_output,
+                    check_every: service.monitoring.health_check_interval,
+                    setup_hint: config.setup_hint.clone(),
+                    peer: RwLock::new(None),
+                    tools: RwLock::new(Vec::new()),
+                    status: RwLock::new(DependencyStatus {
+                        status: DependencyState::Unknown,
+                        response_time_ms: None,
+                        error: Some("not connected yet".into()),
+                        last_ok: None,
+                        checked_at: None,
+                    }),
+                    refresh: Arc::new(Notify::new()),
+                    reconnect: Notify::new(),
+                    generation: std::sync::atomic::AtomicU64::new(0),
+                    failed_generation: std::sync::atomic::AtomicU64::new(0),
+                    progress: ProgressRoutes::default(),
+                    callers: CallerRoutes::default(),
+                    downstreams: hooks.downstreams.clone(),
+                    session_per_client: config.session_per_client,
+                    session_links: SessionLinks::default(),
+                    shutdown: hooks.shutdown.child(),
+                    first_attempt_done: watch::channel(false).0,
+                })
+            })
+            .collect();
         Ok(McpProvider {
-            inner: Arc::new(inner),
-            supervisor: Mutex::new(None),
+            pool: Arc::new(Pool::new(instances)),
+            supervisors: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The child without a pool, the first one with.
+    fn inner(&self) -> &Arc<Inner> {
+        self.pool.first()
     }
 }
 
 impl Provider for McpProvider {
     fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner().name
     }
 
     fn start(&self) -> BoxFuture<'_, ()> {
         async move {
-            let mut done = self.inner.first_attempt_done.subscribe();
             {
-                let mut supervisor = self.supervisor.write_unpoisoned();
-                if supervisor.is_none() {
-                    *supervisor = Some(self.inner.shutdown.spawn(self.inner.clone().supervise()));
+                let mut supervisors = self.supervisors.write_unpoisoned();
+                if supervisors.is_empty() {
+                    *supervisors = self
+                        .pool
+                        .instances
+                        .iter()
+                        .map(|i| i.shutdown.spawn(i.clone().supervise()))
+                        .collect();
                 }
             }
-            let _ = done.wait_for(|d| *d).await;
+            // Every child's first attempt: the tools are the first live child's, so a start
+            // that returned after one child would list tools that a later one may disagree on.
+            futures::future::join_all(self.pool.instances.iter().map(|i| async {
+                let mut done = i.first_attempt_done.subscribe();
+                let _ = done.wait_for(|d| *d).await;
+            }))
+            .await;
         }
         .boxed()
     }
 
     fn tools(&self) -> Vec<ToolSchema> {
-        self.inner.tools.read_unpoisoned().clone()
+        self.pool.tools()
     }
 
     fn call<'a>(
@@ -167,17 +200,23 @@ impl Provider for McpProvider {
         args: JsonObject,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        self.inner.call(tool, args, cx).boxed()
+        async move {
+            let caller = current_caller();
+            let child = self.pool.for_caller(caller.as_ref());
+            let _counted = InFlight::enter(child);
+            child.call(tool, args, cx).await
+        }
+        .boxed()
     }
 
     fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
-        self.inner.list_resources().boxed()
+        self.pool.least_loaded().list_resources().boxed()
     }
 
     fn list_resource_templates(
         &self,
     ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
-        self.inner.list_resource_templates().boxed()
+        self.pool.least_loaded().list_resource_templates().boxed()
     }
 
     fn read_resource<'a>(
@@ -185,11 +224,11 @@ impl Provider for McpProvider {
         uri: &'a str,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
-        self.inner.read_resource(uri, cx).boxed()
+        self.pool.least_loaded().read_resource(uri, cx).boxed()
     }
 
     fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
-        self.inner.list_prompts().boxed()
+        self.pool.least_loaded().list_prompts().boxed()
     }
 
     fn get_prompt<'a>(
@@ -198,74 +237,100 @@ impl Provider for McpProvider {
         args: JsonObject,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
-        self.inner.get_prompt(name, args, cx).boxed()
+        self.pool.least_loaded().get_prompt(name, args, cx).boxed()
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
-            // A connected server is pinged now; a failed ping is reported, and the supervisor
-            // finds out on its own at the next call or periodic check.
-            let peer = self.inner.current_peer();
-            if let Some(peer) = peer
-                && let Err(why) = self.inner.ping(&peer).await
-            {
-                let mut status = self.inner.current_status();
-                status.status = DependencyState::Unavailable;
-                status.error = Some(why.to_string());
-                return vec![(self.inner.name.clone(), status)];
-            }
-            let status = self.inner.current_status();
-            vec![(self.inner.name.clone(), status)]
+            // Each connected child is pinged now; a failed ping is reported, and its
+            // supervisor finds out on its own at the next call or periodic check. A pool is
+            // connected while one child is: calls go to the live ones (each child's state is
+            // in the provider's `instances` in /health).
+            let checked = futures::future::join_all(self.pool.instances.iter().map(|i| async {
+                let mut status = i.current_status();
+                if let Some(peer) = i.current_peer()
+                    && let Err(why) = i.ping(&peer).await
+                {
+                    status.status = DependencyState::Unavailable;
+                    status.error = Some(why.to_string());
+                }
+                status
+            }))
+            .await;
+            let status = checked
+                .iter()
+                .find(|s| s.status == DependencyState::Connected)
+                .or_else(|| checked.first())
+                .cloned()
+                .unwrap_or_else(|| self.inner().current_status());
+            vec![(self.inner().name.clone(), status)]
         }
         .boxed()
     }
 
+    fn instances(&self) -> Vec<contract::InstanceReport> {
+        self.pool.reports()
+    }
+
     fn validate_output(&self) -> OutputValidation {
-        self.inner.validate_output
+        self.inner().validate_output
     }
 
     fn mcp_peer(&self) -> Option<Peer<RoleClient>> {
-        self.inner.current_peer()
+        self.pool.lister().current_peer()
     }
 
     fn mcp_upstream(&self) -> Option<Upstream> {
-        Some(Upstream(self.inner.clone()))
+        Some(Upstream(self.pool.clone()))
     }
 
     fn connection(&self) -> Option<Connection> {
-        // Each connect bumps the generation; every one after the first is a restart.
-        let generation = self
-            .inner
-            .generation
-            .load(std::sync::atomic::Ordering::Acquire);
+        // Each connect bumps a child's generation; every one after its first is a restart.
+        let restarts = self
+            .pool
+            .instances
+            .iter()
+            .map(|i| i.generation.load(Ordering::Acquire).saturating_sub(1))
+            .sum();
         Some(Connection {
-            connected: self.inner.current_peer().is_some(),
-            restarts: generation.saturating_sub(1),
+            connected: self
+                .pool
+                .instances
+                .iter()
+                .any(|i| i.current_peer().is_some()),
+            restarts,
         })
     }
 
     fn missing_tools_reason(&self) -> Option<String> {
-        let connected = self.inner.current_peer().is_some();
-        let never_listed = self.inner.tools.read_unpoisoned().is_empty();
+        let lister = self.pool.lister();
+        let connected = lister.current_peer().is_some();
+        let never_listed = lister.tools.read_unpoisoned().is_empty();
         (!connected && never_listed).then(|| {
-            let why = self.inner.current_status().error.unwrap_or_default();
+            let why = lister.current_status().error.unwrap_or_default();
             format!(
                 "MCP server '{}' is not connected, so its tools are not listed: {why}",
-                self.inner.name
+                lister.name
             )
         })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         async move {
-            self.inner.shutdown.cancel();
-            let handle = self.supervisor.write_unpoisoned().take();
-            if let Some(handle) = handle {
-                // The child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL);
-                // past this bound the process group is killed when the transport drops.
-                if tokio::time::timeout(Duration::from_secs(8), handle).await.is_err() {
-                    tracing::warn!(service = %self.inner.service, provider = %self.inner.name, "MCP server did not stop in time");
-                }
+            for child in &self.pool.instances {
+                child.shutdown.cancel();
+            }
+            let handles = std::mem::take(&mut *self.supervisors.write_unpoisoned());
+            // Each child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL),
+            // all at once; past this bound the process groups are killed when the transports
+            // drop.
+            let stopped = futures::future::join_all(handles);
+            if tokio::time::timeout(Duration::from_secs(8), stopped)
+                .await
+                .is_err()
+            {
+                let inner = self.inner();
+                tracing::warn!(service = %inner.service, provider = %inner.name, "MCP server did not stop in time");
             }
         }
         .boxed()
@@ -273,43 +338,44 @@ impl Provider for McpProvider {
 }
 
 /// What the MCP surface holds of an `mcp` provider: the connection a client session's
-/// requests (resources, prompts, completions, subscriptions) go on.
+/// requests (resources, prompts, completions, subscriptions) go on, in its pinned child.
 #[derive(Clone)]
-pub struct Upstream(Arc<Inner>);
+pub struct Upstream(Arc<Pool>);
 
 impl Upstream {
     pub fn name(&self) -> &str {
-        &self.0.name
+        &self.0.first().name
     }
 
-    /// The shared connection, if up.
+    /// The connection of the child whose tools are served, if up.
     pub fn shared_peer(&self) -> Option<Peer<RoleClient>> {
-        self.0.current_peer()
+        self.0.lister().current_peer()
     }
 
-    /// What the server said it can do (from the shared connection's handshake).
+    /// What the server said it can do (from a live child's handshake).
     pub fn capabilities(&self) -> Option<rmcp::model::ServerCapabilities> {
         Some(self.shared_peer()?.peer_info()?.capabilities.clone())
     }
 
     /// The connection `downstream`'s requests go on: its own with `session_per_client` (a
-    /// handshake-era session), else the shared one.
+    /// handshake-era session), else its pinned child's.
     pub async fn peer_for(&self, downstream: &Arc<Downstream>) -> Option<Peer<RoleClient>> {
-        if self.0.session_per_client && downstream.is_session() {
-            return match self.0.session_link(downstream).await {
+        let child = self.0.pinned(downstream);
+        if child.session_per_client && downstream.is_session() {
+            return match child.session_link(downstream).await {
                 Ok(link) => Some(link.peer),
                 Err(why) => {
-                    tracing::warn!(service = %self.0.service, provider = %self.0.name, "this session's own connection failed: {why}");
+                    tracing::warn!(service = %child.service, provider = %child.name, "this session's own connection failed: {why}");
                     None
                 }
             };
         }
-        self.shared_peer()
+        child.current_peer()
     }
 
     /// Whether `downstream` has a connection of its own here (its subscriptions and log
     /// levels then travel on it, not on the shared one).
     pub fn is_per_session(&self, downstream: &Downstream) -> bool {
-        self.0.session_per_client && downstream.is_session()
+        self.0.first().session_per_client && downstream.is_session()
     }
 }

@@ -108,7 +108,7 @@ impl Inner {
             };
             let Ended::Lost(why) = ended else { break };
             tracing::warn!(
-                service = %self.service, provider = %self.name, retry_in_ms = backoff.as_millis() as u64,
+                service = %self.service, provider = %self.name, instance = self.instance.index, retry_in_ms = backoff.as_millis() as u64,
                 "MCP server unavailable: {why}"
             );
             self.set_unavailable(format!("{why}; retrying in {} ms", backoff.as_millis()));
@@ -236,7 +236,7 @@ impl Inner {
 
     fn set_connected(&self, peer: Peer<RoleClient>, tools: Vec<ToolSchema>, took: Duration) {
         tracing::info!(
-            service = %self.service, provider = %self.name, tools = tools.len(),
+            service = %self.service, provider = %self.name, instance = self.instance.index, of = self.instance.of, tools = tools.len(),
             "connected to MCP server ({})", self.endpoint.describe()
         );
         *self.tools.write_unpoisoned() = tools;
@@ -265,7 +265,16 @@ impl Inner {
     fn record_unavailable(&self, why: String) {
         let mut status = self.status.write_unpoisoned();
         let changed = status.status != DependencyState::Unavailable;
-        let message = format!("{why} ({})", self.endpoint.describe());
+        let message = if self.instance.of > 1 {
+            format!(
+                "{why} ({}, instance {} of {})",
+                self.endpoint.describe(),
+                self.instance.index,
+                self.instance.of
+            )
+        } else {
+            format!("{why} ({})", self.endpoint.describe())
+        };
         *status = DependencyStatus {
             status: DependencyState::Unavailable,
             response_time_ms: None,
