@@ -15,7 +15,10 @@
 #    saturation, open loop;
 #  - the overload test at 1×, 2× and 5× the admission limit of a service whose tool calls
 #    examples/slow_upstream (200 ms a call): accepted/s, 503 share, admitted p99 (through the
-#    gateway's admission control, `limits.max_concurrent_calls`).
+#    gateway's admission control, `limits.max_concurrent_calls`);
+#  - the goals of the hot path and the child pools as ratios within this run
+#    (scripts/perf/goals.sh: echo vs the one-child ceiling, GET /tools vs bare axum with the
+#    same bytes, a pool of two mcp-server-time children vs one).
 # Results: target/perf/results.md (and the loadtest reports beside it).
 #
 #   scripts/perf.sh [--duration SECONDS] [--suite-only] [--no-build]
@@ -50,6 +53,8 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 peak_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
 if ((build)); then cargo build --release --locked -p mcp-http-gateway -p loadtest --bins --examples; fi
+# The goals first, on a quiet machine (their own processes, stopped when they end).
+((full)) && scripts/perf/goals.sh --no-build --report-only --duration "$duration" >/dev/null
 release="${CARGO_TARGET_DIR:-$root/target}/release"
 gateway="$release/mcp-http-gateway"
 deps="$root/.deps"
@@ -219,4 +224,5 @@ ok=$(cat "$work"/inflight-* | grep -c '^200$' || true)
 { echo; echo "## Shutdown"; echo; echo "SIGTERM with 100 calls in flight (trigger-long-running-operation, 3 s each): the process exited ${stop_ms} ms after the signal; ${ok} of 100 calls answered 200."; } >>"$results"
 
 fi
+if ((full)); then { echo; cat "$out/goals.md"; } >>"$results"; fi
 cat "$results"

@@ -56,10 +56,12 @@ pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
         .into_response(),
         None => {
             request.extensions_mut().insert(request_id.clone());
-            next.run(request).instrument(span.clone()).await
+            next.run(request).instrument(span).await
         }
     };
-    span.in_scope(|| finish(response, request_id, &trace_id, started, &method, &path))
+    // Outside the span: the access line carries the request's fields itself, and a line
+    // inside the span would have the JSON formatter write (and re-read) them a second time.
+    finish(response, request_id, &trace_id, started, &method, &path)
 }
 
 /// Answers a request refused before its content is read (its `X-Request-Id` included, so
@@ -72,9 +74,14 @@ pub(super) fn unread(request: &Request, refusal: Response, started: Instant) -> 
         .get::<TraceContext>()
         .map(|t| t.trace_id().to_string())
         .unwrap_or_default();
-    let request_id = RequestId::generate();
-    let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
-    span.in_scope(|| finish(refusal, request_id, &trace_id, started, method, path))
+    finish(
+        refusal,
+        RequestId::generate(),
+        &trace_id,
+        started,
+        method,
+        path,
+    )
 }
 
 /// Draws the envelope, sets the headers, logs the request.
