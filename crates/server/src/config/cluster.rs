@@ -109,7 +109,9 @@ pub fn redact(url: &str) -> String {
             text.replacen("://", "://***@", 1)
         }
         Ok(_) => url.to_owned(),
-        // Not a URL: say nothing of it beyond its scheme, in case it holds a secret.
+        // Not a URL (`${REDIS_URL}`): without an `@` it names no credentials.
+        Err(_) if !url.contains('@') => url.to_owned(),
+        // Else say nothing of it beyond its scheme, in case it holds a secret.
         Err(_) => url.split("://").next().unwrap_or("").to_owned() + "://…",
     }
 }

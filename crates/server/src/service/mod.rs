@@ -143,22 +143,14 @@ impl Service {
         if let Some(spans) = &spans {
             spans.flush_on(&providers);
         }
-        let cluster = config
-            .cluster
-            .as_ref()
-            .map(|c| {
-                Cluster::new(
-                    &name,
-                    c,
-                    &config.service.host.value,
-                    config.service.port.get(),
-                )
-            })
-            .transpose()
-            .map_err(|source| ServiceError::Cluster {
-                service: name.clone(),
-                source,
-            })?;
+        let cluster = config.cluster.as_ref().map(|c| {
+            Cluster::new(
+                &name,
+                c,
+                &config.service.host.value,
+                config.service.port.get(),
+            )
+        });
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
         let toolset = ToolSet::new(
@@ -224,6 +216,10 @@ impl Service {
         self.refuse_unsettled(&registry)?;
         self.install(providers, registry);
         if let Some(cluster) = &self.cluster {
+            cluster.connect().map_err(|source| ServiceError::Cluster {
+                service: self.name.clone(),
+                source,
+            })?;
             cluster.watch(&self.drain);
         }
         // The first checks start now and normally end before the service says it is ready.

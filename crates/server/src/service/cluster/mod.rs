@@ -16,7 +16,7 @@ mod writes;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -46,6 +46,8 @@ pub enum ClusterError {
     Redis(#[from] redis::RedisError),
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
+    #[error("the service has not started: no connection to redis yet")]
+    NotConnected,
     #[error("redis answered something unexpected: {0}")]
     Answer(String),
 }
@@ -56,11 +58,14 @@ pub struct Cluster {
     replica_id: String,
     /// `host:port` where this replica serves (in MCP session records).
     address: String,
-    /// The URL without its credentials.
-    redis_url: String,
+    /// `cluster.redis_url` as written (`${VAR}` not expanded).
+    configured_url: String,
+    /// The expanded URL without its credentials, once connected.
+    redis_url: OnceLock<String>,
     pub on_error: OnRedisError,
     timeout: Duration,
-    connection: ConnectionManager,
+    /// Set by [`Cluster::connect`] when the service starts.
+    connection: OnceLock<ConnectionManager>,
     link: Mutex<Link>,
     errors: AtomicU64,
     /// The shared usage totals, as last read.
@@ -76,37 +81,23 @@ struct Link {
 }
 
 impl Cluster {
-    /// Connects lazily (nothing is sent until the first command): a replica starts, and
-    /// serves, while Redis is down. `host`/`port` are where this replica serves.
-    pub fn new(
-        service: &str,
-        config: &ClusterSection,
-        host: &str,
-        port: u16,
-    ) -> Result<Arc<Cluster>, ClusterError> {
-        let url = expand_env(&config.redis_url)?;
-        check_redis_url(&url).map_err(ClusterError::Url)?;
-        let client = redis::Client::open(url.as_str())?;
-        // One reconnect attempt per command: the command's own timeout bounds the wait, and
-        // the next command (or the watch loop's ping) tries again.
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_response_timeout(Some(config.timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(config.timeout);
-        let connection = ConnectionManager::new_lazy_with_config(client, manager)?;
+    /// Reads the section; nothing is expanded or connected until [`Cluster::connect`] (so
+    /// `check-config` needs neither the environment's secrets nor a runtime). `host`/`port`
+    /// are where this replica serves.
+    pub fn new(service: &str, config: &ClusterSection, host: &str, port: u16) -> Arc<Cluster> {
         let replica_id = config
             .replica_id
             .clone()
             .unwrap_or_else(|| format!("{}:{port}", hostname()));
-        Ok(Arc::new(Cluster {
+        Arc::new(Cluster {
             service: service.to_owned(),
             replica_id,
             address: format!("{host}:{port}"),
-            redis_url: redact(&url),
+            configured_url: config.redis_url.clone(),
+            redis_url: OnceLock::new(),
             on_error: config.rate_limit_on_redis_error,
             timeout: config.timeout,
-            connection,
+            connection: OnceLock::new(),
             link: Mutex::new(Link {
                 state: RedisState::Unknown,
                 since: None,
@@ -115,7 +106,26 @@ impl Cluster {
             errors: AtomicU64::new(0),
             usage: Mutex::default(),
             writes: Writes::default(),
-        }))
+        })
+    }
+
+    /// Expands the URL and makes the connection manager, which connects lazily (at the first
+    /// command): a replica starts, and serves, while Redis is down. Needs the runtime.
+    pub fn connect(&self) -> Result<(), ClusterError> {
+        let url = expand_env(&self.configured_url)?;
+        check_redis_url(&url).map_err(ClusterError::Url)?;
+        let client = redis::Client::open(url.as_str())?;
+        // One reconnect attempt per command: the command's own timeout bounds the wait, and
+        // the next command (or the watch loop's ping) tries again.
+        let manager = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(self.timeout);
+        let connection = ConnectionManager::new_lazy_with_config(client, manager)?;
+        let _ = self.redis_url.set(redact(&url));
+        let _ = self.connection.set(connection);
+        Ok(())
     }
 
     pub fn replica_id(&self) -> &str {
@@ -133,7 +143,10 @@ impl Cluster {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = Result<T, redis::RedisError>>,
     {
-        let result = match tokio::time::timeout(self.timeout, op(self.connection.clone())).await {
+        let Some(connection) = self.connection.get() else {
+            return Err(ClusterError::NotConnected);
+        };
+        let result = match tokio::time::timeout(self.timeout, op(connection.clone())).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(ClusterError::Redis(e)),
             Err(_) => Err(ClusterError::Timeout(self.timeout)),
@@ -164,21 +177,29 @@ impl Cluster {
         drop(link);
         match state {
             RedisState::Down => tracing::warn!(
-                service = %self.service, replica = %self.replica_id, redis = %self.redis_url,
+                service = %self.service, replica = %self.replica_id, redis = %self.shown_url(),
                 error = last_error.as_deref().unwrap_or(""),
                 rate_limit = self.on_error.as_str(),
                 "redis is down: the rate limit fails {}, usage counts and session records wait",
                 self.on_error.as_str()
             ),
             _ if was == RedisState::Down => tracing::info!(
-                service = %self.service, replica = %self.replica_id, redis = %self.redis_url,
+                service = %self.service, replica = %self.replica_id, redis = %self.shown_url(),
                 "redis is back"
             ),
             _ => tracing::info!(
-                service = %self.service, replica = %self.replica_id, redis = %self.redis_url,
+                service = %self.service, replica = %self.replica_id, redis = %self.shown_url(),
                 "connected to redis"
             ),
         }
+    }
+
+    /// The URL for logs and /health: expanded once connected, never with credentials.
+    fn shown_url(&self) -> String {
+        self.redis_url
+            .get()
+            .cloned()
+            .unwrap_or_else(|| redact(&self.configured_url))
     }
 
     /// Whether the last command reached Redis.
@@ -206,7 +227,7 @@ impl Cluster {
         let link = self.link.write_unpoisoned();
         ClusterReport {
             replica_id: self.replica_id.clone(),
-            redis_url: self.redis_url.clone(),
+            redis_url: self.shown_url(),
             redis: link.state,
             since: link.since.map(crate::clock::format),
             last_error: link.last_error.as_ref().map(|(e, _)| e.clone()),
@@ -257,4 +278,22 @@ fn hostname() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "replica".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_expanded_or_connected_before_start() {
+        let config: ClusterSection =
+            serde_saphyr::from_str("redis_url: \"${MHG_TEST_UNSET_REDIS_URL}\"\n").unwrap();
+        // Outside a runtime, as check-config builds a service: nothing may connect.
+        let cluster = Cluster::new("s", &config, "127.0.0.1", 8000);
+        let report = cluster.report();
+        assert_eq!(report.redis, RedisState::Unknown);
+        assert!(report.replica_id.ends_with(":8000"), "{report:?}");
+        assert_eq!(report.redis_url, "${MHG_TEST_UNSET_REDIS_URL}");
+        assert!(matches!(cluster.connect(), Err(ClusterError::Env(_))));
+    }
 }
