@@ -102,7 +102,7 @@ CFG
   until [ "$seen" -eq "$#" ]; do
     ((SECONDS <= deadline)) || { cat "$work/haproxy-$port.log" >&2; exit 1; }
     seen=$(for _ in $(seq 1 $(($# * 2))); do
-      curl -s -o /dev/null -D - "http://127.0.0.1:$port/health" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-served-by"{print $2}'
+      { curl -s -o /dev/null -D - "http://127.0.0.1:$port/health" || true; } | tr -d '\r' | awk -F': ' 'tolower($1)=="x-served-by"{print $2}'
     done | sort -u | wc -l)
     [ "$seen" -eq "$#" ] || sleep 0.1
   done
@@ -126,7 +126,7 @@ echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo
 echo "| setup | request | req/s | p50 ms | p99 ms | errors |"
 echo "|---|---|---:|---:|---:|---:|"
-for setup in "1 replica, no cluster, direct:$alone" "1 replica + Redis, via HAProxy:$one" "3 replicas + Redis, via HAProxy:$three"; do
+for setup in "1 replica alone (direct):$alone" "1 replica + Redis (HAProxy):$one" "3 replicas + Redis (HAProxy):$three"; do
   name="${setup%%:*}"
   port="${setup##*:}"
   for request in tools call; do
