@@ -8,7 +8,9 @@
 # openapi-python-client and mypy in .deps/openapi-venv, openapi-typescript and typescript in
 # .deps/openapi-ts, and Chromium (Swagger UI rendered headless) from the system's packages; and
 # Prometheus (the package ships `prometheus` and `promtool`: the metrics test scrapes the gateway
-# with a real one and lints /metrics with promtool); and hello-py, the Python example gRPC
+# with a real one and lints /metrics with promtool); and redis-server and HAProxy (the replicas
+# test runs three gateways behind a real haproxy sharing state in a real redis-server; Debian
+# puts haproxy in /usr/sbin, which counts as installed); and hello-py, the Python example gRPC
 # provider the provider tests start (examples/hello-py/install.sh: grpcio and friends, pinned,
 # in .deps/hello-py, with the Provider stubs generated from proto/).
 # Idempotent: a tool already there is left alone. Exit 1, saying what to do, when a tool cannot
@@ -19,7 +21,8 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/install-test-tools.sh [--help]
 
-Makes sure `bats`, `shellcheck`, `chromium` and `prometheus` (with `promtool`) are on PATH, installing the missing ones with
+Makes sure `bats`, `shellcheck`, `chromium`, `prometheus` (with `promtool`), `redis-server` and
+`haproxy` (on PATH or in /usr/sbin) are installed, installing the missing ones with
 apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
 in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
 in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
@@ -96,10 +99,14 @@ else
   say "openapi-typescript $OPENAPI_TS_VERSION and typescript $TYPESCRIPT_VERSION are installed ($openapi_ts)"
 fi
 
+# A tool on PATH, or in /usr/sbin where Debian puts daemons (haproxy) for non-root PATHs.
+where() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; }; }
+
 missing=()
-for tool in bats shellcheck chromium prometheus; do
-  if command -v "$tool" >/dev/null 2>&1; then
-    say "$tool is installed ($(command -v "$tool"))"
+# Each is also its Debian package's name.
+for tool in bats shellcheck chromium prometheus redis-server haproxy; do
+  if where "$tool" >/dev/null; then
+    say "$tool is installed ($(where "$tool"))"
   else
     missing+=("$tool")
   fi
@@ -131,6 +138,7 @@ elif command -v brew >/dev/null 2>&1; then
   for tool in "${missing[@]}"; do
     case "$tool" in
       bats) pkgs+=(bats-core) ;;
+      redis-server) pkgs+=(redis) ;;
       # Chromium is a cask there, and a browser the user installs as they like.
       chromium) say "chromium is not on PATH: install it (brew install --cask chromium) for the Swagger UI test" ;;
       *) pkgs+=("$tool") ;;
@@ -146,8 +154,8 @@ fi
 
 for tool in "${missing[@]}"; do
   [ "$tool" = chromium ] && command -v brew >/dev/null 2>&1 && continue
-  command -v "$tool" >/dev/null 2>&1 || { say "$tool is still not on PATH after installing it"; exit 1; }
-  say "installed $tool ($(command -v "$tool"))"
+  where "$tool" >/dev/null || { say "$tool is still not installed after installing it"; exit 1; }
+  say "installed $tool ($(where "$tool"))"
 done
 # The prometheus package brings promtool along.
 command -v promtool >/dev/null 2>&1 || { say "promtool is not on PATH (it comes with the prometheus package)"; exit 1; }

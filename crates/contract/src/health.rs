@@ -149,6 +149,61 @@ pub struct HealthResponse {
     /// state of the index.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderReport>,
+    /// The state this replica shares with the others through Redis (`cluster` in the
+    /// configuration); absent when the service runs alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReport>,
+}
+
+/// Whether this replica reaches the Redis its replicas share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RedisState {
+    /// Not tried yet (the first check runs at start).
+    Unknown,
+    Connected,
+    /// The last command failed or timed out: the rate limit fails open or closed
+    /// (`rate_limit_on_redis_error`), usage counts and session records are not written.
+    Down,
+}
+
+/// `cluster` of GET /health: this replica, its connection to Redis, and the usage counted by
+/// every replica together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterReport {
+    /// This replica's name (`cluster.replica_id`, default `hostname:port`).
+    pub replica_id: String,
+    /// Where Redis is, with any user and password replaced by `***`.
+    pub redis_url: String,
+    pub redis: RedisState,
+    /// When `redis` last changed (RFC 3339, UTC, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub since: Option<String>,
+    /// The last Redis failure (kept after it recovers, with `last_error_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub last_error_at: Option<String>,
+    /// Redis commands of this replica that failed or timed out since it started.
+    #[schema(minimum = 0)]
+    pub redis_errors: u64,
+    /// `open` (requests pass while Redis is down) or `closed` (they get 429).
+    pub rate_limit_on_redis_error: String,
+    /// Calls and errors of each tool counted by all replicas together, as last read from Redis
+    /// (every second); errors as in `tools` (the tool's own failures).
+    #[serde(default)]
+    pub usage: BTreeMap<String, ToolUsage>,
+}
+
+/// One tool's calls across every replica.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ToolUsage {
+    #[schema(minimum = 0)]
+    pub calls: u64,
+    #[schema(minimum = 0)]
+    pub errors: u64,
 }
 
 /// One provider entry of the service.

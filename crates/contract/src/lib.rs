@@ -19,9 +19,10 @@ pub mod validation;
 pub use envelope::{Envelope, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, ConnectionState, DependencyState, DependencyStatus, HealthResponse,
-    HealthStatus, IndexState, InstanceReport, NameConflict, ProviderHealth, ProviderReport,
-    SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth, ToolStatus, WatcherState,
+    ClashResolution, ClusterReport, ConnectionState, DependencyState, DependencyStatus,
+    HealthResponse, HealthStatus, IndexState, InstanceReport, NameConflict, ProviderHealth,
+    ProviderReport, RedisState, SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth,
+    ToolStatus, ToolUsage, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

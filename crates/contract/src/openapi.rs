@@ -27,12 +27,13 @@ use utoipa::openapi::{
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::{
-    CONTRACT_VERSION, ClashResolution, ConnectionState, DependencyState, DependencyStatus,
-    Envelope, ErrorCode, HealthResponse, HealthStatus, IndexState, InstanceReport, Meta,
-    NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse,
-    ProviderReport, ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, ToolFailure,
-    ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolsResponse, ValidationIssue, WatcherState,
+    CONTRACT_VERSION, ClashResolution, ClusterReport, ConnectionState, DependencyState,
+    DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, IndexState,
+    InstanceReport, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse,
+    PromptsResponse, ProviderReport, RedisState, ResourceContents, ResourceInfo,
+    ResourceReadResponse, ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse,
+    SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus,
+    ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -638,6 +639,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
         providers: BTreeMap::from([("docs".to_owned(), ProviderReport::new("mcp", true, None))]),
+        cluster: None,
     }
 }
 
@@ -894,6 +896,9 @@ fn components() -> utoipa::openapi::Components {
         (PromptResponse::name(), PromptResponse::schema()),
         (ConnectionState::name(), ConnectionState::schema()),
         (ProviderReport::name(), ProviderReport::schema()),
+        (ClusterReport::name(), ClusterReport::schema()),
+        (RedisState::name(), RedisState::schema()),
+        (ToolUsage::name(), ToolUsage::schema()),
         (SearchIndexReport::name(), SearchIndexReport::schema()),
         (InstanceReport::name(), InstanceReport::schema()),
         (IndexState::name(), IndexState::schema()),

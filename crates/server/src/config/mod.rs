@@ -8,6 +8,7 @@
 //! of the entry it concerns. Rules that span entries run after, in [`load`].
 
 mod api_keys;
+mod cluster;
 mod dependency;
 pub mod diff;
 mod env;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 pub use self::api_keys::{ApiKeyConfig, KeySecret, legacy_key_name};
+pub use self::cluster::{ClusterSection, OnRedisError, check_redis_url, redact};
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
 pub use self::hosts::{Authority, HostRule, OriginRule, parse_origin};
@@ -67,6 +69,10 @@ pub struct ServiceConfig {
     pub limits: LimitsSection,
     #[serde(default)]
     pub mcp: McpSection,
+    /// State shared with the other replicas of this service through Redis; absent, all state
+    /// lives in this process. Read at start: a change applies at the next restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterSection>,
     /// Databases and HTTP APIs that `cypher` and `http` providers use, by name.
     #[serde(default)]
     pub dependencies: BTreeMap<String, Spanned<DependencyConfig>>,

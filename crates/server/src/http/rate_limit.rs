@@ -42,7 +42,10 @@ pub async fn rate_limit(
         return response;
     }
     let per_minute = service.settings().config.security.rate_limit;
-    let decision = service.rate_limiter.take(client.as_str(), per_minute);
+    let decision = service
+        .rate_limiter
+        .take(client.as_str(), None, per_minute)
+        .await;
     let mut response = if decision.allowed {
         next.run(request).await
     } else {

@@ -111,6 +111,35 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
     response
 }
 
+/// 404 for a session this replica does not hold. With `cluster`, Redis may say which replica
+/// does (the load balancer sent the request elsewhere, most likely because its owner died):
+/// the answer and the log name it; the client initialises again either way, as the spec says.
+async fn unknown_here(book: &SessionBook, session: &str, id: Value) -> Response {
+    let owner = match book.cluster() {
+        Some(cluster) => cluster
+            .session(session)
+            .await
+            .filter(|r| r.owner != cluster.replica_id()),
+        None => None,
+    };
+    let Some(owner) = owner else {
+        return session_refusal(&SessionRefusal::Unknown, id);
+    };
+    tracing::info!(
+        target: "mcp_session",
+        session_id = session,
+        owner = %owner.owner,
+        owner_address = %owner.address,
+        "a request for a session of another replica: answered 404, the client initialises again"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": jsonrpc::SESSION_NOT_FOUND,
+        "message": format!("MCP session not found on this replica (it belongs to replica {}, which did not take this request): initialize a new session", owner.owner),
+        "data": {"code": Code::NotFound, "retryable": true, "owner": owner.owner},
+    }});
+    (StatusCode::NOT_FOUND, Json(answer)).into_response()
+}
+
 /// The answer to a request sent before the handshake (`initialize`, then
 /// `notifications/initialized`) is done.
 pub fn not_initialized(id: Value) -> Response {
@@ -200,6 +229,9 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         return response;
     };
     match gate.book.touch(&session) {
+        Err(SessionRefusal::Unknown) => {
+            return unknown_here(&gate.book, &session, id.unwrap_or_default()).await;
+        }
         Err(refusal) => return session_refusal(&refusal, id.unwrap_or_default()),
         Ok(SessionState::Created) if !allowed_before_handshake(&message) => {
             return not_initialized(id.unwrap_or_default());

@@ -29,7 +29,8 @@ pub fn router(service: Arc<Service>) -> Router {
     let settings = service.settings();
     let rules = settings.config.mcp.clone();
     let book = sessions::SessionBook::new(rules.session_ttl, rules.max_sessions)
-        .with_metrics(service.metrics.clone());
+        .with_metrics(service.metrics.clone())
+        .with_cluster(service.cluster.clone());
     let stop = service.drain().clone();
     let (endpoint, rmcp_sessions) = handler::endpoint(service.clone(), stop.token());
     gate::sweep_sessions(book.clone(), rmcp_sessions, stop);

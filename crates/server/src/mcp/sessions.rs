@@ -5,7 +5,8 @@
 //! expires idle ones (`mcp.session_ttl_secs`), and remembers ended ones for a while so a late
 //! request learns *why* its session is gone. Every change of state is one log line with the
 //! whole record (target `mcp_session`), and live sessions are counted in the service's
-//! metrics by transport.
+//! metrics by transport. With `cluster`, each live Streamable HTTP session also has a record
+//! in Redis naming this replica as its owner ([`crate::service::cluster::sessions`]).
 
 use crate::sync::Unpoisoned;
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use tokio_util::sync::CancellationToken;
 
+use crate::service::cluster::Cluster;
 use crate::service::metrics::ServiceMetrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +98,7 @@ pub struct SessionBook {
     ttl: Duration,
     max: u64,
     metrics: Option<Arc<ServiceMetrics>>,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl SessionBook {
@@ -105,6 +108,38 @@ impl SessionBook {
             ttl,
             max,
             metrics: None,
+            cluster: None,
+        }
+    }
+
+    /// Keeps a record of each live Streamable HTTP session in the cluster's Redis.
+    pub fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
+        self.cluster = cluster;
+        self
+    }
+
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
+    /// Writes `record`'s state to the cluster (a live session) or removes it (an ended one).
+    /// The legacy SSE transport holds its stream on one replica: it needs no record.
+    fn shared(&self, record: &SessionRecord) {
+        let Some(cluster) = &self.cluster else {
+            return;
+        };
+        if record.transport != Transport::StreamableHttp {
+            return;
+        }
+        if record.state.is_live() {
+            cluster.session_live(
+                &record.session_id,
+                record.state.as_str(),
+                &crate::clock::format(record.created_at),
+                self.ttl,
+            );
+        } else {
+            cluster.session_ended(&record.session_id);
         }
     }
 
@@ -165,6 +200,7 @@ impl SessionBook {
             ended: CancellationToken::new(),
         };
         log(&record);
+        self.shared(&record);
         let ended = record.ended.clone();
         let replaced = self.lock().insert(session_id.to_owned(), record);
         self.counted_open(transport);
@@ -192,6 +228,7 @@ impl SessionBook {
             live => {
                 record.last_activity_at = now;
                 record.expires_at = now + ttl;
+                self.shared(record);
                 Ok(live)
             }
         }
@@ -219,6 +256,7 @@ impl SessionBook {
             record.state = SessionState::Closed;
             record.ended.cancel();
             log(record);
+            self.shared(record);
             self.counted_end(record.transport);
         }
     }
@@ -229,6 +267,7 @@ impl SessionBook {
         {
             record.state = to;
             log(record);
+            self.shared(record);
         }
     }
 
@@ -243,6 +282,7 @@ impl SessionBook {
                 record.state = SessionState::Expired;
                 record.ended.cancel();
                 log(record);
+                self.shared(record);
                 self.counted_end(record.transport);
                 expired.push(record.clone());
             }

@@ -154,9 +154,7 @@ impl Service {
         let plan = toolset.plans.get(tool);
         let timeout = plan.map_or(settings.config.limits.call_timeout, |p| p.limits.timeout);
         if let Some(per_minute) = plan.and_then(|p| p.limits.rate_limit) {
-            let decision = self
-                .rate_limiter
-                .take(&format!("{client}\u{1f}{tool}"), per_minute);
+            let decision = self.rate_limiter.take(client, Some(tool), per_minute).await;
             if !decision.allowed {
                 self.metrics.rate_limited();
                 return Err(CallFailure::new(

@@ -122,6 +122,9 @@ impl Service {
                 {
                     HealthStatus::Degraded
                 }
+                HealthStatus::Healthy if self.cluster.as_ref().is_some_and(|c| c.down()) => {
+                    HealthStatus::Degraded
+                }
                 status => status,
             },
             _ => HealthStatus::Unavailable,
@@ -146,6 +149,7 @@ impl Service {
             tools,
             conflicts,
             providers,
+            cluster: self.cluster.as_ref().map(|c| c.report()),
         }
     }
 
@@ -200,6 +204,16 @@ impl Service {
         result: &Result<serde_json::Value, super::CallFailure>,
     ) {
         self.stats.record_call(tool, started, result);
+        if let Some(cluster) = &self.cluster {
+            // Counted as `stats` counts: what never ran is not a call.
+            let counted = result
+                .as_ref()
+                .err()
+                .map(|f| super::stats::Counted::of(f.code));
+            if counted != Some(super::stats::Counted::NotRun) {
+                cluster.count_call(tool, counted == Some(super::stats::Counted::Failure));
+            }
+        }
         let hint = match result {
             Ok(_) => !self.checks.all_connected.load(Ordering::Relaxed),
             Err(failure) => {

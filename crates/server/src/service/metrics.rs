@@ -61,6 +61,16 @@ pub struct Scrape {
     pub providers: Vec<ProviderScrape>,
     /// Each tool's statistics as GET /health's `data.tools` reports them.
     pub tools: BTreeMap<String, contract::ToolHealth>,
+    /// The link to Redis (`cluster`), when configured.
+    pub cluster: Option<ClusterScrape>,
+}
+
+/// The link to the Redis that replicas share, as it is when scraped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterScrape {
+    pub up: bool,
+    pub errors: u64,
+    pub dropped_writes: u64,
 }
 
 /// The metric handles of one service.
@@ -331,6 +341,9 @@ impl ServiceMetrics {
                 .collect(),
         ));
         families.extend(self.provider_families(&scrape.providers));
+        if let Some(cluster) = &scrape.cluster {
+            families.extend(self.cluster_families(cluster));
+        }
         // A family without samples (no MCP provider, no tools) is not valid text: leave it out.
         families.retain(|f| !f.get_metric().is_empty());
         families.sort_by(|a, b| a.name().cmp(b.name()));
@@ -341,6 +354,30 @@ impl ServiceMetrics {
             tracing::error!(service = %self.service, "rendering the metrics failed: {e}");
         }
         text
+    }
+
+    /// The link to Redis: whether it answers, and what failed or was dropped.
+    fn cluster_families(&self, cluster: &ClusterScrape) -> Vec<MetricFamily> {
+        vec![
+            self.family(
+                "cluster_redis_up",
+                "1 while the last Redis command of this replica succeeded (cluster.redis_url), else 0.",
+                MetricType::GAUGE,
+                vec![(vec![], f64::from(u8::from(cluster.up)))],
+            ),
+            self.family(
+                "cluster_redis_errors_total",
+                "Redis commands of this replica that failed or timed out (rate limit, usage counts, session records, pings).",
+                MetricType::COUNTER,
+                vec![(vec![], cluster.errors as f64)],
+            ),
+            self.family(
+                "cluster_writes_dropped_total",
+                "Usage counts and session records dropped because 10000 were already waiting for Redis.",
+                MetricType::COUNTER,
+                vec![(vec![], cluster.dropped_writes as f64)],
+            ),
+        ]
     }
 
     /// The status machine of each provider that has one, as GET /health's `data.providers`
@@ -546,6 +583,11 @@ impl super::Service {
             upstreams,
             providers,
             tools: self.health().tools,
+            cluster: self.cluster.as_ref().map(|c| ClusterScrape {
+                up: c.up(),
+                errors: c.errors(),
+                dropped_writes: c.dropped_writes(),
+            }),
         };
         self.metrics.render(&scrape)
     }
@@ -809,9 +851,23 @@ mod tests {
                 state: contract::ConnectionState::Error,
                 events: vec![("provider.tool.executed".into(), 3)],
             }],
+            cluster: Some(ClusterScrape {
+                up: false,
+                errors: 4,
+                dropped_writes: 1,
+            }),
         };
         let text = ServiceMetrics::new("s").render(&scrape);
         for (series, value) in [
+            ("mcp_http_gateway_cluster_redis_up{service=\"s\"}", 0.0),
+            (
+                "mcp_http_gateway_cluster_redis_errors_total{service=\"s\"}",
+                4.0,
+            ),
+            (
+                "mcp_http_gateway_cluster_writes_dropped_total{service=\"s\"}",
+                1.0,
+            ),
             ("mcp_http_gateway_tool_calls_in_flight{service=\"s\"}", 3.0),
             ("mcp_http_gateway_tool_calls_queued{service=\"s\"}", 2.0),
             (

@@ -9,6 +9,7 @@ pub mod admission;
 mod call;
 mod catalog;
 pub mod client;
+pub mod cluster;
 mod health;
 pub mod keys;
 pub mod lifecycle;
@@ -29,6 +30,7 @@ use tokio::sync::Notify;
 use self::admission::Admission;
 pub use self::call::CallFailure;
 use self::client::Client;
+use self::cluster::{Cluster, ClusterError};
 use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::metrics::ServiceMetrics;
@@ -63,6 +65,11 @@ pub enum ServiceError {
         source: crate::telemetry::ExportError,
     },
     #[error("service '{service}': {source}")]
+    Cluster {
+        service: String,
+        source: ClusterError,
+    },
+    #[error("service '{service}': {source}")]
     Dependency {
         service: String,
         source: dependency::DependencyError,
@@ -75,6 +82,8 @@ pub struct Service {
     pub lifecycle: Lifecycle,
     /// Requests per client (every route but /health), and calls per client and tool.
     pub rate_limiter: RateLimiter,
+    /// The state shared with other replicas through Redis (`cluster`); read at start.
+    pub cluster: Option<Arc<Cluster>>,
     /// Which calls run now, which wait, which are refused.
     pub admission: Admission,
     /// The service's Prometheus series (GET /metrics).
@@ -134,6 +143,14 @@ impl Service {
         if let Some(spans) = &spans {
             spans.flush_on(&providers);
         }
+        let cluster = config.cluster.as_ref().map(|c| {
+            Cluster::new(
+                &name,
+                c,
+                &config.service.host.value,
+                config.service.port.get(),
+            )
+        });
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
         let toolset = ToolSet::new(
@@ -145,7 +162,11 @@ impl Service {
             &admission,
         );
         Ok(Arc::new(Service {
-            rate_limiter: RateLimiter::default(),
+            rate_limiter: match &cluster {
+                Some(cluster) => RateLimiter::Redis(cluster.clone()),
+                None => RateLimiter::local(),
+            },
+            cluster,
             admission,
             metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),
@@ -194,6 +215,13 @@ impl Service {
         let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
         self.refuse_unsettled(&registry)?;
         self.install(providers, registry);
+        if let Some(cluster) = &self.cluster {
+            cluster.connect().map_err(|source| ServiceError::Cluster {
+                service: self.name.clone(),
+                source,
+            })?;
+            cluster.watch(&self.drain);
+        }
         // The first checks start now and normally end before the service says it is ready.
         self.drain.spawn(self.clone().watch_dependencies());
         self.first_checks_done().await;

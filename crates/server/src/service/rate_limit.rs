@@ -1,12 +1,16 @@
-//! Rate limits per client: a token bucket per key (a client, or a client and a tool) holding
-//! one minute's allowance, refilled continuously. The HTTP layer (`http::rate_limit`) turns a
-//! refusal into 429 and every decision into the `RateLimit` headers.
+//! Rate limits per client: one minute's allowance per key (a client, or a client and a tool),
+//! refilled continuously. Counted in this process (a token bucket) or, with `cluster`, in Redis
+//! across every replica ([`super::cluster::rate`]); both answer the same numbers. The HTTP
+//! layer (`http::rate_limit`) turns a refusal into 429 and every decision into the
+//! `RateLimit` headers.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 pub use super::client::Client;
+use super::cluster::Cluster;
+use crate::config::OnRedisError;
 use crate::sync::Unpoisoned;
 
 /// Buckets above this many are pruned of the full ones (clients idle for a minute or more), so
@@ -27,8 +31,53 @@ pub struct Decision {
     pub retry_after: u64,
 }
 
+/// Where allowances are counted.
+pub enum RateLimiter {
+    /// In this process: exact for one replica, N times too generous for N.
+    Local(LocalLimiter),
+    /// In Redis, shared by every replica; while Redis does not answer, requests pass or are
+    /// refused as `cluster.rate_limit_on_redis_error` says.
+    Redis(Arc<Cluster>),
+}
+
+impl RateLimiter {
+    pub fn local() -> RateLimiter {
+        RateLimiter::Local(LocalLimiter::default())
+    }
+
+    /// Takes one request of `client`'s allowance of `per_minute` (of its allowance for `tool`,
+    /// when given).
+    pub async fn take(&self, client: &str, tool: Option<&str>, per_minute: u64) -> Decision {
+        match self {
+            RateLimiter::Local(local) => match tool {
+                Some(tool) => local.take(&format!("{client}\u{1f}{tool}"), per_minute),
+                None => local.take(client, per_minute),
+            },
+            RateLimiter::Redis(cluster) => match cluster.take(client, tool, per_minute).await {
+                Ok(decision) => decision,
+                // The cluster logged the change to down, and counts the error.
+                Err(_) => unreachable_redis(cluster.on_error, per_minute),
+            },
+        }
+    }
+}
+
+/// The decision while Redis cannot be asked: open passes with the whole allowance said to be
+/// left (nothing is counted), closed refuses for a second.
+fn unreachable_redis(on_error: OnRedisError, per_minute: u64) -> Decision {
+    let allowed = on_error == OnRedisError::Open;
+    Decision {
+        allowed,
+        limit: per_minute,
+        remaining: if allowed { per_minute } else { 0 },
+        reset_seconds: if allowed { 0 } else { 1 },
+        retry_after: if allowed { 0 } else { 1 },
+    }
+}
+
+/// The token buckets of one process.
 #[derive(Default)]
-pub struct RateLimiter {
+pub struct LocalLimiter {
     buckets: Mutex<HashMap<String, Bucket>>,
 }
 
@@ -37,7 +86,7 @@ struct Bucket {
     refilled: Instant,
 }
 
-impl RateLimiter {
+impl LocalLimiter {
     /// Takes one request of `key`'s allowance of `per_minute`.
     pub fn take(&self, key: &str, per_minute: u64) -> Decision {
         self.take_at(key, per_minute, Instant::now())
@@ -94,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_minutes_allowance_at_once_then_one_per_sixtieth_of_a_minute() {
-        let limiter = RateLimiter::default();
+        let limiter = LocalLimiter::default();
         let start = Instant::now();
         for i in 0..60 {
             let d = limiter.take_at("a", 60, start);
@@ -121,7 +170,7 @@ mod tests {
 
     #[test]
     fn retry_after_says_when_the_next_request_passes() {
-        let limiter = RateLimiter::default();
+        let limiter = LocalLimiter::default();
         let start = Instant::now();
         for _ in 0..10 {
             limiter.take_at("a", 10, start);
@@ -142,8 +191,28 @@ mod tests {
     }
 
     #[test]
+    fn without_redis_open_passes_and_closed_refuses_for_a_second() {
+        let open = unreachable_redis(OnRedisError::Open, 60);
+        assert!(open.allowed);
+        assert_eq!((open.remaining, open.retry_after), (60, 0));
+        let closed = unreachable_redis(OnRedisError::Closed, 60);
+        assert!(!closed.allowed);
+        assert_eq!((closed.remaining, closed.retry_after), (0, 1));
+    }
+
+    #[tokio::test]
+    async fn a_tools_allowance_is_apart_from_the_clients() {
+        let limiter = RateLimiter::local();
+        for _ in 0..10 {
+            assert!(limiter.take("a", Some("t"), 10).await.allowed);
+        }
+        assert!(!limiter.take("a", Some("t"), 10).await.allowed);
+        assert!(limiter.take("a", None, 10).await.allowed);
+    }
+
+    #[test]
     fn idle_clients_are_pruned() {
-        let limiter = RateLimiter::default();
+        let limiter = LocalLimiter::default();
         let start = Instant::now();
         for i in 0..=PRUNE_ABOVE {
             limiter.take_at(&format!("c{i}"), 60, start);

@@ -31,6 +31,7 @@ mod openapi_fidelity;
 mod openapi_fuzz;
 mod output_schemas;
 mod qualified_names;
+mod replicas;
 mod request_ids;
 mod resources_prompts;
 mod search_provider;

@@ -1,0 +1,138 @@
+//! The writes requests leave for Redis (usage counts, MCP session records): queued without
+//! waiting, bounded, and sent by the cluster's background loop in one pipeline per batch, so a
+//! request never waits for them and a slow Redis never holds memory without bound.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::Notify;
+
+use super::Cluster;
+use crate::sync::Unpoisoned;
+
+/// Writes queued at most; past this they are dropped and counted (Redis is too slow or down).
+const MAX_QUEUED: usize = 10_000;
+
+/// One write for Redis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// A call of `tool` ended; `failed` when it counts as the tool's failure.
+    Call { tool: String, failed: bool },
+    /// An MCP session record to store (JSON) with its time to live: on every change and use,
+    /// so a record lost to a Redis outage comes back at the session's next request.
+    Session {
+        id: String,
+        record: String,
+        ttl_secs: u64,
+    },
+    /// An MCP session ended: its record goes.
+    Forget { id: String },
+}
+
+#[derive(Default)]
+pub struct Writes {
+    queue: Mutex<Vec<Write>>,
+    queued: Notify,
+    dropped: AtomicU64,
+}
+
+impl Writes {
+    pub fn push(&self, write: Write) {
+        let mut queue = self.queue.write_unpoisoned();
+        if queue.len() >= MAX_QUEUED {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        queue.push(write);
+        drop(queue);
+        self.queued.notify_one();
+    }
+
+    /// Resolves when something was queued since the last call.
+    pub async fn wanted(&self) {
+        self.queued.notified().await
+    }
+
+    fn take(&self) -> Vec<Write> {
+        std::mem::take(&mut *self.queue.write_unpoisoned())
+    }
+
+    /// Writes dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// A batch folded into the fewest commands: the counts of each tool summed, only the last
+/// record of a session written.
+fn pipeline(cluster: &Cluster, batch: Vec<Write>) -> redis::Pipeline {
+    let mut counts: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut sessions: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    let mut forgotten: BTreeSet<String> = BTreeSet::new();
+    let mut pipe = redis::pipe();
+    for write in batch {
+        match write {
+            Write::Call { tool, failed } => {
+                let count = counts.entry(tool).or_default();
+                count.0 += 1;
+                count.1 += i64::from(failed);
+            }
+            Write::Session {
+                id,
+                record,
+                ttl_secs,
+            } => {
+                forgotten.remove(&id);
+                sessions.insert(id, (record, ttl_secs));
+            }
+            Write::Forget { id } => {
+                sessions.remove(&id);
+                forgotten.insert(id);
+            }
+        }
+    }
+    let usage = cluster.key("usage", "calls");
+    for (tool, (calls, errors)) in counts {
+        pipe.cmd("HINCRBY")
+            .arg(&usage)
+            .arg(format!("calls:{tool}"))
+            .arg(calls)
+            .ignore();
+        if errors > 0 {
+            pipe.cmd("HINCRBY")
+                .arg(&usage)
+                .arg(format!("errors:{tool}"))
+                .arg(errors)
+                .ignore();
+        }
+    }
+    for (id, (record, ttl)) in sessions {
+        pipe.cmd("SET")
+            .arg(cluster.key("session", &id))
+            .arg(record)
+            .arg("EX")
+            .arg(ttl.max(1))
+            .ignore();
+    }
+    for id in forgotten {
+        pipe.cmd("DEL").arg(cluster.key("session", &id)).ignore();
+    }
+    pipe
+}
+
+impl Cluster {
+    /// Sends what is queued, in one pipeline. A batch that fails is dropped (counted in
+    /// `redis_errors`): usage counts are best effort, and session records are written again
+    /// on the session's next use.
+    pub(super) async fn flush(&self) {
+        let batch = self.writes.take();
+        if batch.is_empty() {
+            return;
+        }
+        let pipe = pipeline(self, batch);
+        let _ = self
+            .run(|mut c| async move { pipe.query_async::<()>(&mut c).await })
+            .await;
+    }
+}
