@@ -106,14 +106,35 @@ async fn code_graph_rag_tools_answer_about_this_repository() {
     let db = testkit::BoltDb::start();
     let summary = index(&db);
     assert!(summary.contains("CALLS"), "{summary}");
-    let gw = start_shipped(
-        "code-graph-rag.yaml",
-        &[
-            ("CODE_GRAPH_BOLT_URI", &db.uri()),
-            ("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag"),
-        ],
-    )
-    .await;
+    // The shipped config, with a pooled connection waited for up to 10 s instead of 1 s:
+    // this test checks answers, and under the whole suite's load on 2 cores ArcadeDB has
+    // taken more than a second to hand out a connection (CI saw it once).
+    // A free port found here, not with the harness' helper: this file must not become one of
+    // the target function's callers that the assertions below count.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let (dir, config) = write_shipped_config("code-graph-rag.yaml", port);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let patient = text.replace(
+        "    max_connections: 16\n",
+        "    max_connections: 16\n    timeout_ms: 10000\n",
+    );
+    assert_ne!(patient, text, "the shipped config names its pool size");
+    std::fs::write(&config, patient).unwrap();
+    let args = vec![
+        "serve".to_owned(),
+        "--config".to_owned(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let env = [
+        ("CODE_GRAPH_BOLT_URI", db.uri()),
+        ("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut gw = Gateway::spawn_with(args, port, dir, config, &env);
+    gw.wait_running().await;
     let target = qn(&format!("{TARGET_MODULE}.{TARGET_NAME}"));
 
     // query_callers: every caller really calls the target within its lines, and every file
