@@ -118,8 +118,7 @@ pub fn serve(
 ) -> anyhow::Result<()> {
     let configs = source.load()?;
     let first = &configs[0].logging;
-    // Held to the end: every buffered log line is written out when it drops.
-    let _flush = crate::logging::init(log_format.unwrap_or(first.format), &first.level);
+    crate::logging::init(log_format.unwrap_or(first.format), &first.level);
     for config in &configs {
         for warning in config.secret_warnings() {
             tracing::warn!(service = %config.service.name, "{warning}");
