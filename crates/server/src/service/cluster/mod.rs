@@ -15,7 +15,7 @@ mod writes;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -67,6 +67,9 @@ pub struct Cluster {
     /// Set by [`Cluster::connect`] when the service starts.
     connection: OnceLock<ConnectionManager>,
     link: Mutex<Link>,
+    /// `link.state == Connected`, readable without the lock: a command that succeeds while
+    /// Redis is known up (every request's, in steady state) changes nothing and takes no lock.
+    connected: AtomicBool,
     errors: AtomicU64,
     /// The shared usage totals, as last read.
     usage: Mutex<BTreeMap<String, ToolUsage>>,
@@ -103,6 +106,7 @@ impl Cluster {
                 since: None,
                 last_error: None,
             }),
+            connected: AtomicBool::new(false),
             errors: AtomicU64::new(0),
             usage: Mutex::default(),
             writes: Writes::default(),
@@ -152,6 +156,7 @@ impl Cluster {
             Err(_) => Err(ClusterError::Timeout(self.timeout)),
         };
         match &result {
+            Ok(_) if self.connected.load(Ordering::Acquire) => {}
             Ok(_) => self.mark(RedisState::Connected, None),
             Err(e) => {
                 self.errors.fetch_add(1, Ordering::Relaxed);
@@ -172,6 +177,8 @@ impl Cluster {
         }
         let was = link.state;
         link.state = state;
+        self.connected
+            .store(state == RedisState::Connected, Ordering::Release);
         link.since = Some(now);
         let last_error = link.last_error.as_ref().map(|(e, _)| e.clone());
         drop(link);
@@ -204,7 +211,7 @@ impl Cluster {
 
     /// Whether the last command reached Redis.
     pub fn up(&self) -> bool {
-        self.link.write_unpoisoned().state == RedisState::Connected
+        self.connected.load(Ordering::Acquire)
     }
 
     /// Whether the last command failed (not before the first one).
