@@ -2,8 +2,9 @@
 # Owns scripts/run.sh's embedded code graph: without CODE_GRAPH_BOLT_URI, run.sh starts an
 # ArcadeDB, indexes this repository into it, and code-graph-rag comes up healthy answering from
 # that graph; stopping run.sh stops the gateway and the database (no process left behind).
-# Uses the debug builds scripts/test.sh made (MCP_GATEWAY_BIN, CODE_GRAPH_INDEX_BIN) and the
-# fixed ports of config/ (8000-8004 must be free).
+# Uses the debug builds scripts/test.sh made (MCP_GATEWAY_BIN, CODE_GRAPH_INDEX_BIN,
+# HELLO_PROVIDER_BIN: without it run.sh would build hello-provider in release, minutes on a fresh
+# machine) and the fixed ports of config/ (8000-8005, 50051-50052 must be free).
 
 load helpers
 
@@ -11,6 +12,8 @@ setup() {
   indexer="${CODE_GRAPH_INDEX_BIN:-$REPO/target/debug/code-graph-index}"
   [ -x "$indexer" ] || { echo "no $indexer: cargo build -p code-graph" >&2; return 1; }
   gateway="$(gateway_bin)"
+  hello_provider="${HELLO_PROVIDER_BIN:-$REPO/target/debug/hello-provider}"
+  [ -x "$hello_provider" ] || { echo "no $hello_provider: cargo build -p hello-provider" >&2; return 1; }
   log="$BATS_TEST_TMPDIR/run.log"
 }
 
@@ -21,7 +24,7 @@ teardown() {
 @test "run.sh without CODE_GRAPH_BOLT_URI: an embedded graph of this repository, stopped with it" {
   ( cd "$BATS_TEST_TMPDIR" && unset CODE_GRAPH_BOLT_URI && \
     CODE_GRAPH_REPO="$REPO" CODE_GRAPH_PROJECT=mcp-http-gateway CODE_GRAPH_DB_PORT=0 \
-    MCP_GATEWAY_BIN="$gateway" CODE_GRAPH_INDEX_BIN="$indexer" \
+    MCP_GATEWAY_BIN="$gateway" CODE_GRAPH_INDEX_BIN="$indexer" HELLO_PROVIDER_BIN="$hello_provider" \
     exec "$REPO/scripts/run.sh" ) >"$log" 2>&1 &
   run_pid=$!
   local deadline=$((SECONDS + 240)) health=""
