@@ -63,39 +63,13 @@ YAML
   wait_http "http://127.0.0.1:$port/health" 30 || { cat "$work/$1.log" >&2; exit 1; }
 }
 
-# haproxy_for PORT...: HAProxy (the docs/scaling.md config) in front of the ports; sets $port.
+# haproxy_for PORT...: HAProxy (deploy/haproxy/haproxy.cfg) in front of the ports; sets $port.
 haproxy_for() {
   local servers="" i=0
   port="$(free_port)"
   for p in "$@"; do servers+="    server r$i 127.0.0.1:$p check"$'\n'; i=$((i + 1)); done
-  cat >"$work/haproxy-$port.cfg" <<CFG
-global
-    maxconn 8192
-defaults
-    mode http
-    timeout connect 500ms
-    timeout client 30s
-    timeout server 30s
-    timeout check 500ms
-    retries 3
-    option redispatch 1
-    retry-on conn-failure empty-response response-timeout
-frontend gateway
-    bind 127.0.0.1:$port
-    default_backend replicas
-backend replicas
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /health ver HTTP/1.1 hdr Host 127.0.0.1
-    http-check expect status 200
-    default-server inter 500ms fall 2 rise 2
-    stick-table type string len 64 size 100k expire 30m
-    stick on hdr(mcp-session-id)
-    stick store-response res.hdr(mcp-session-id)
-    http-response set-header X-Served-By %s
-$servers
-CFG
-  "$haproxy" -db -f "$work/haproxy-$port.cfg" >"$work/haproxy-$port.log" 2>&1 &
+  { cat "$root/deploy/haproxy/haproxy.cfg"; printf '%s' "$servers"; } >"$work/haproxy-$port.cfg"
+  HAPROXY_LISTEN="127.0.0.1:$port" "$haproxy" -db -f "$work/haproxy-$port.cfg" >"$work/haproxy-$port.log" 2>&1 &
   pids+=("$!")
   # Until round robin reaches every server (each passed its checks), 30 s at most.
   local deadline=$((SECONDS + 30)) seen=0

@@ -128,38 +128,16 @@ struct Haproxy {
     _dir: tempfile::TempDir,
 }
 
-/// The haproxy.cfg of docs/scaling.md, for `backends` on loopback.
-fn haproxy_cfg(port: u16, backends: &[(String, u16)]) -> String {
+/// deploy/haproxy/haproxy.cfg (docs/scaling.md) with a `server` line for each of `backends`
+/// on loopback; it listens where HAPROXY_LISTEN says.
+fn haproxy_cfg(backends: &[(String, u16)]) -> String {
     let servers: String = backends
         .iter()
         .map(|(name, p)| format!("    server {name} 127.0.0.1:{p} check\n"))
         .collect();
     format!(
-        "global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 500ms
-    timeout client 30s
-    timeout server 30s
-    timeout check 500ms
-    retries 3
-    option redispatch 1
-    retry-on conn-failure empty-response response-timeout
-frontend gateway
-    bind 127.0.0.1:{port}
-    default_backend replicas
-backend replicas
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /health ver HTTP/1.1 hdr Host 127.0.0.1
-    http-check expect status 200
-    default-server inter 500ms fall 2 rise 2
-    stick-table type string len 64 size 100k expire 30m
-    stick on hdr(mcp-session-id)
-    stick store-response res.hdr(mcp-session-id)
-    http-response set-header X-Served-By %s
-{servers}"
+        "{}{servers}",
+        include_str!("../../../../deploy/haproxy/haproxy.cfg")
     )
 }
 
@@ -168,12 +146,13 @@ impl Haproxy {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let cfg = dir.path().join("haproxy.cfg");
-        std::fs::write(&cfg, haproxy_cfg(port, backends)).unwrap();
+        std::fs::write(&cfg, haproxy_cfg(backends)).unwrap();
         let log = std::fs::File::create(dir.path().join("haproxy.log")).unwrap();
         let child = Command::new(binary)
             .arg("-db")
             .arg("-f")
             .arg(&cfg)
+            .env("HAPROXY_LISTEN", format!("127.0.0.1:{port}"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
