@@ -97,9 +97,22 @@ pub fn ok_body_with_json_data(
     timestamp: &str,
     meta: Option<&Meta>,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + 192);
-    out.extend_from_slice(br#"{"success":true,"data":"#);
+    let after = ok_body_after_data(request_id, timestamp, meta);
+    let mut out = Vec::with_capacity(OK_BODY_BEFORE_DATA.len() + data.len() + after.len());
+    out.extend_from_slice(OK_BODY_BEFORE_DATA);
     out.extend_from_slice(data);
+    out.extend_from_slice(&after);
+    out
+}
+
+/// The bytes of a successful envelope before its `data`: `OK_BODY_BEFORE_DATA`, `data` and
+/// [`ok_body_after_data`] in that order are [`ok_body_with_json_data`], for a server that
+/// sends the three parts as they are rather than copy `data` into one buffer.
+pub const OK_BODY_BEFORE_DATA: &[u8] = br#"{"success":true,"data":"#;
+
+/// The bytes of a successful envelope after its `data` (see [`OK_BODY_BEFORE_DATA`]).
+pub fn ok_body_after_data(request_id: &str, timestamp: &str, meta: Option<&Meta>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192);
     out.extend_from_slice(br#","request_id":"#);
     write_json(&mut out, request_id);
     out.extend_from_slice(br#","timestamp":"#);

@@ -7,61 +7,102 @@
 //! library answers on its own) are converted by status, so no non-envelope error body leaves.
 //! Successful non-envelope bodies (Swagger UI, /openapi.json, CORS preflight) pass through.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header, response::Parts};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use contract::envelope::ok_body_with_json_data;
+use bytes::Bytes;
+use contract::envelope::{OK_BODY_BEFORE_DATA, ok_body_after_data};
 use contract::{Envelope, ErrorCode, REQUEST_ID_HEADER};
-use tracing::Instrument;
 
+use super::around::Around;
 use super::reply::{Data, Reply};
 use super::request_id::RequestId;
+use super::spliced::Spliced;
 use crate::clock::timestamp;
 use crate::service::client::Client;
 use crate::telemetry::TraceContext;
 
-pub async fn envelope_layer(mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let trace_id = request
-        .extensions()
-        .get::<TraceContext>()
-        .map(|t| t.trace_id().to_string())
-        .unwrap_or_default();
-    // The method is judged before anything about the content, the request id included.
-    if let Some(refusal) = super::methods::refusal(&method, &path) {
-        return unread(&request, refusal, started);
-    }
-    let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
-        v.to_str()
-            .map_err(|_| "request_id must be a UUID v4".to_owned())
-            .and_then(RequestId::parse)
-    });
-    let (request_id, rejected) = match from_header {
-        None => (RequestId::generate(), None),
-        Some(Ok(id)) => (id, None),
-        Some(Err(message)) => (RequestId::generate(), Some(message)),
-    };
-    let span = tracing::info_span!("request", request_id = %request_id, trace_id = %trace_id, method = %method, path = %path);
-    let response = match rejected {
-        Some(message) => Reply::error(
-            ErrorCode::InvalidRequest,
-            format!("X-Request-Id: {message}"),
-        )
-        .into_response(),
-        None => {
-            request.extensions_mut().insert(request_id.clone());
-            next.run(request).instrument(span).await
+/// The envelope ([`super::around`]): the request id on the way in (and the answers that
+/// need none of the layers inside), the envelope, headers and log line on the answer.
+#[derive(Clone)]
+pub struct EnvelopeLayer;
+
+/// What the answer is finished with.
+pub struct Pending {
+    started: Instant,
+    request_id: RequestId,
+    trace_id: String,
+    method: Method,
+    path: String,
+}
+
+impl Around for EnvelopeLayer {
+    type Noted = Pending;
+
+    fn before(&self, request: &mut Request) -> ControlFlow<Response, Pending> {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let path = request.uri().path().to_owned();
+        let trace_id = request
+            .extensions()
+            .get::<TraceContext>()
+            .map(|t| t.trace_id().to_string())
+            .unwrap_or_default();
+        // The method is judged before anything about the content, the request id included.
+        if let Some(refusal) = super::methods::refusal(&method, &path) {
+            return ControlFlow::Break(unread(request, refusal, started));
         }
-    };
+        let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
+            v.to_str()
+                .map_err(|_| "request_id must be a UUID v4".to_owned())
+                .and_then(RequestId::parse)
+        });
+        let request_id = match from_header {
+            None => RequestId::generate(),
+            Some(Ok(id)) => id,
+            Some(Err(message)) => {
+                let refusal = Reply::error(
+                    ErrorCode::InvalidRequest,
+                    format!("X-Request-Id: {message}"),
+                )
+                .into_response();
+                let fresh = RequestId::generate();
+                return ControlFlow::Break(finish(
+                    refusal, fresh, &trace_id, started, &method, &path,
+                ));
+            }
+        };
+        request.extensions_mut().insert(request_id.clone());
+        ControlFlow::Continue(Pending {
+            started,
+            request_id,
+            trace_id,
+            method,
+            path,
+        })
+    }
+
+    fn span(&self, p: &Pending) -> tracing::Span {
+        tracing::info_span!("request", request_id = %p.request_id, trace_id = %p.trace_id, method = %p.method, path = %p.path)
+    }
+
     // Outside the span: the access line carries the request's fields itself, and a line
     // inside the span would have the JSON formatter write (and re-read) them a second time.
-    finish(response, request_id, &trace_id, started, &method, &path)
+    fn after(&self, p: Pending, response: &mut Response) {
+        let answer = std::mem::take(response);
+        *response = finish(
+            answer,
+            p.request_id,
+            &p.trace_id,
+            p.started,
+            &p.method,
+            &p.path,
+        );
+    }
 }
 
 /// Answers a request refused before its content is read (its `X-Request-Id` included, so
@@ -112,8 +153,13 @@ fn finish(
             meta.execution_time_ms = Some(execution_time_ms);
             let tool = meta.tool.clone();
             let (body, code) = match reply.outcome {
+                // The shared text goes out as it is, between the envelope's other members.
                 Ok(Data::Json(data)) => (
-                    ok_body_with_json_data(&data, request_id.as_str(), &timestamp(), Some(&meta)),
+                    Body::new(Spliced::new(vec![
+                        Bytes::from_static(OK_BODY_BEFORE_DATA),
+                        data,
+                        ok_body_after_data(request_id.as_str(), &timestamp(), Some(&meta)).into(),
+                    ])),
                     None,
                 ),
                 Ok(Data::Value(data)) => (
@@ -148,12 +194,7 @@ fn finish(
                     .headers
                     .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
             }
-            (
-                Response::from_parts(parts, Body::from(body)),
-                request_id,
-                code,
-                tool,
-            )
+            (Response::from_parts(parts, body), request_id, code, tool)
         }
     };
     let mut response = response;
@@ -181,8 +222,8 @@ fn finish(
     response
 }
 
-fn to_body(envelope: &Envelope) -> Vec<u8> {
-    serde_json::to_vec(envelope).unwrap_or_else(|_| b"{}".to_vec())
+fn to_body(envelope: &Envelope) -> Body {
+    Body::from(serde_json::to_vec(envelope).unwrap_or_else(|_| b"{}".to_vec()))
 }
 
 /// An error answer that did not come as a [`Reply`], converted by its status.

@@ -8,11 +8,8 @@
 //! Whether a key may use a tool is judged by the service (`Service::call_tool`, the scoped
 //! tool lists): a call outside its scope is 403 FORBIDDEN.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
@@ -32,54 +29,48 @@ pub(super) fn is_monitoring(path: &str) -> bool {
 const RETRY_WHILE_STARTING: u64 = 1;
 const RETRY_WHILE_DRAINING: u64 = 5;
 
-pub async fn lifecycle_gate(
-    State(service): State<Arc<Service>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if !is_monitoring(request.uri().path()) && service.lifecycle.refuses_requests() {
-        let reply = match service.lifecycle.phase() {
-            Phase::Initializing => {
-                Reply::error(ErrorCode::ServiceUnavailable, "Service is initializing")
-                    .retry_after(RETRY_WHILE_STARTING)
-            }
-            _ => Reply::error(ErrorCode::ServiceUnavailable, "Service is shutting down")
-                .retry_after(RETRY_WHILE_DRAINING),
-        };
-        return reply.into_response();
+/// A check ([`super::guard`]).
+pub fn lifecycle_gate(service: &Service, request: &mut Request) -> Option<Response> {
+    if is_monitoring(request.uri().path()) || !service.lifecycle.refuses_requests() {
+        return None;
     }
-    next.run(request).await
+    let reply = match service.lifecycle.phase() {
+        Phase::Initializing => {
+            Reply::error(ErrorCode::ServiceUnavailable, "Service is initializing")
+                .retry_after(RETRY_WHILE_STARTING)
+        }
+        _ => Reply::error(ErrorCode::ServiceUnavailable, "Service is shutting down")
+            .retry_after(RETRY_WHILE_DRAINING),
+    };
+    Some(reply.into_response())
 }
 
 /// With keys required, a request outside `security.public_routes` must present an accepted key
 /// (401 otherwise); the key's client (name and tool scope) goes with the request. A key sent to
 /// a public route is honoured too, so a scoped key sees its own /openapi.json; a wrong one
 /// there is ignored, as no key is needed.
-pub async fn api_key(
-    State(service): State<Arc<Service>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// A check ([`super::guard`]).
+pub fn api_key(service: &Service, request: &mut Request) -> Option<Response> {
     let settings = service.settings();
     let security = &settings.config.security;
     if !security.keys_required() {
-        return next.run(request).await;
+        return None;
     }
     let client = presented_key(request.headers()).and_then(|key| settings.keys.identify(key));
     match client {
         Some(client) => {
             request.extensions_mut().insert(client);
+            None
         }
-        None if security.is_public(request.uri().path()) => {}
-        None => {
-            return Reply::error(
+        None if security.is_public(request.uri().path()) => None,
+        None => Some(
+            Reply::error(
                 ErrorCode::Unauthorized,
                 "Missing or invalid API key (send X-API-Key: <key> or Authorization: Bearer <key>)",
             )
-            .into_response();
-        }
+            .into_response(),
+        ),
     }
-    next.run(request).await
 }
 
 /// The key in `X-API-Key`, else in `Authorization: Bearer`.

@@ -5,11 +5,8 @@
 //! 431 with an empty body and closes the connection before any layer runs; between the two,
 //! this layer answers with the envelope.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
@@ -17,17 +14,10 @@ use super::reply::Reply;
 use crate::config::LimitsSection;
 use crate::service::Service;
 
-pub async fn header_limits(
-    State(service): State<Arc<Service>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// The check ([`super::guard`]).
+pub fn header_limits(service: &Service, request: &mut Request) -> Option<Response> {
     let settings = service.settings();
-    if let Some(refusal) = refusal(request.headers(), &settings.config.limits) {
-        return refusal.into_response();
-    }
-    drop(settings);
-    next.run(request).await
+    refusal(request.headers(), &settings.config.limits).map(IntoResponse::into_response)
 }
 
 /// The bytes of the header fields as sent: `name: value` and CRLF for each.

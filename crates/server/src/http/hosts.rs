@@ -8,12 +8,10 @@
 //! request id, the lifecycle gate and the API key. The rules are read per request, so a
 //! reload applies. What the entries mean is `config/hosts.rs`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, Method, Uri, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
 
@@ -36,7 +34,8 @@ pub enum Refusal {
     },
 }
 
-pub async fn check(State(service): State<Arc<Service>>, request: Request, next: Next) -> Response {
+/// The check ([`super::guard`]): a request whose Host or Origin is refused is answered 403.
+pub fn check(service: &Service, request: &mut Request) -> Option<Response> {
     let started = Instant::now();
     let verdict = judge(
         &service.settings(),
@@ -44,14 +43,10 @@ pub async fn check(State(service): State<Arc<Service>>, request: Request, next: 
         request.uri(),
         request.headers(),
     );
-    match verdict {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            tracing::warn!(service = %service.name, "refused: {refusal} (a DNS-rebinding or cross-site attempt, or a client that needs adding to the list)");
-            let reply = Reply::error(ErrorCode::Forbidden, refusal.to_string());
-            envelope::unread(&request, reply.into_response(), started)
-        }
-    }
+    let refusal = verdict.err()?;
+    tracing::warn!(service = %service.name, "refused: {refusal} (a DNS-rebinding or cross-site attempt, or a client that needs adding to the list)");
+    let reply = Reply::error(ErrorCode::Forbidden, refusal.to_string());
+    Some(envelope::unread(request, reply.into_response(), started))
 }
 
 /// The verdict on a request's `Host` (every `Host` header and the request target's authority,

@@ -7,12 +7,12 @@
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::{ErrorCode, REQUEST_ID_HEADER};
 
 use super::reply::Reply;
 use super::request_id::RequestId;
+use crate::service::Service;
 
 const GET: &[Method] = &[Method::GET, Method::HEAD];
 const POST: &[Method] = &[Method::POST];
@@ -109,20 +109,19 @@ pub fn refusal(method: &Method, path: &str) -> Option<Response> {
 
 /// The layer in front of CORS: an OPTIONS that is not a preflight (no
 /// `Access-Control-Request-Method`) on a known route is 204 with `Allow`.
-pub async fn plain_options(request: Request, next: Next) -> Response {
+/// A check ([`super::guard`]).
+pub fn plain_options(_: &Service, request: &mut Request) -> Option<Response> {
     let preflight = request
         .headers()
         .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    if request.method() == Method::OPTIONS
-        && !preflight
-        && let Some(mut response) = refusal(request.method(), request.uri().path())
-    {
-        if let Ok(id) = HeaderValue::from_str(RequestId::generate().as_str()) {
-            response.headers_mut().insert(REQUEST_ID_HEADER, id);
-        }
-        return response;
+    if request.method() != Method::OPTIONS || preflight {
+        return None;
     }
-    next.run(request).await
+    let mut response = refusal(request.method(), request.uri().path())?;
+    if let Ok(id) = HeaderValue::from_str(RequestId::generate().as_str()) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, id);
+    }
+    Some(response)
 }
 
 #[cfg(test)]

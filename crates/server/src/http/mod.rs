@@ -6,10 +6,12 @@
 //! → envelope (methods, request id, envelope, log line) → header limits → lifecycle gate → API
 //! key → rate limit → panic catcher → routes.
 
+mod around;
 mod cors;
 pub mod envelope;
 #[cfg(test)]
 mod fuzz;
+pub mod guard;
 pub mod guards;
 pub mod handlers;
 pub mod header_limits;
@@ -19,12 +21,12 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
+mod spliced;
 pub mod trace_context;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use contract::ErrorCode;
@@ -32,6 +34,8 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
+use self::around::AroundLayer;
+use self::guard::GuardLayer;
 use self::reply::Reply;
 use crate::service::Service;
 
@@ -70,22 +74,19 @@ pub fn router(service: Arc<Service>) -> Router {
 fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
-            .layer(from_fn_with_state(
-                service.clone(),
-                trace_context::trace_layer,
-            ))
-            .layer(from_fn_with_state(service.clone(), metrics::count_requests))
-            .layer(from_fn_with_state(service.clone(), hosts::check))
-            .layer(from_fn(methods::plain_options))
+            .layer(AroundLayer(trace_context::TraceLayer(service.clone())))
+            .layer(AroundLayer(metrics::CountRequests(service.clone())))
+            .layer(GuardLayer::new(service.clone(), hosts::check))
+            .layer(GuardLayer::new(service.clone(), methods::plain_options))
             .layer(cors::layer(service.clone()))
-            .layer(from_fn(envelope::envelope_layer))
-            .layer(from_fn_with_state(
+            .layer(AroundLayer(envelope::EnvelopeLayer))
+            .layer(GuardLayer::new(
                 service.clone(),
                 header_limits::header_limits,
             ))
-            .layer(from_fn_with_state(service.clone(), guards::lifecycle_gate))
-            .layer(from_fn_with_state(service.clone(), guards::api_key))
-            .layer(from_fn_with_state(service, rate_limit::rate_limit))
+            .layer(GuardLayer::new(service.clone(), guards::lifecycle_gate))
+            .layer(GuardLayer::new(service.clone(), guards::api_key))
+            .layer(rate_limit::RateLimitLayer(service))
             .layer(CatchPanicLayer::custom(
                 |_panic: Box<dyn std::any::Any + Send>| {
                     tracing::error!("a handler panicked");

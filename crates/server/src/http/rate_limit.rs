@@ -5,71 +5,199 @@
 //! `meta.rate_limit_remaining`. Past the allowance the answer is 429 with `Retry-After`.
 //! /health and /metrics are not counted: monitoring must never be throttled.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use contract::ErrorCode;
+use pin_project_lite::pin_project;
+use tower::{Layer, Service as TowerService};
 
 use super::guards::is_monitoring;
 use super::reply::Reply;
 use crate::service::Service;
-use crate::service::rate_limit::{Client, Decision};
+use crate::service::rate_limit::{Client, Decision, RateLimiter};
 
 /// The policy's name in the headers.
 const POLICY: &str = "per-client";
 
-pub async fn rate_limit(
-    State(service): State<Arc<Service>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let client = match request.extensions().get::<Client>() {
-        Some(client) => client.clone(),
-        None => request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(peer)| Client::of_peer(*peer))
-            .unwrap_or_else(Client::unknown),
-    };
-    request.extensions_mut().insert(client.clone());
-    if is_monitoring(request.uri().path()) {
-        let mut response = next.run(request).await;
-        response.extensions_mut().insert(client);
-        return response;
+/// The layer; a tower service of its own rather than `from_fn`, so that the limit kept in
+/// this process decides without a boxed future or a clone of the layers inside per request
+/// (only a limit kept in Redis, which must be waited for, boxes one).
+#[derive(Clone)]
+pub struct RateLimitLayer(pub Arc<Service>);
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimit<S>;
+
+    fn layer(&self, inner: S) -> RateLimit<S> {
+        RateLimit {
+            service: self.0.clone(),
+            inner,
+        }
     }
-    let per_minute = service.settings().config.security.rate_limit;
-    let decision = service
-        .rate_limiter
-        .take(client.as_str(), None, per_minute)
-        .await;
-    let mut response = if decision.allowed {
-        next.run(request).await
-    } else {
-        tracing::warn!(client = client.as_str(), "rate limit exceeded");
-        service.metrics.rate_limited();
-        Reply::error(
-            ErrorCode::RateLimited,
-            format!(
-                "Rate limit of {per_minute} requests per minute exceeded for client '{}'; retry after {} s",
-                client.as_str(),
-                decision.retry_after
-            ),
-        )
-        .retry_after(decision.retry_after)
-        .into_response()
-    };
-    if let Some(reply) = response.extensions_mut().get_mut::<Reply>() {
-        reply.meta.rate_limit_remaining = Some(decision.remaining);
+}
+
+/// The service [`RateLimitLayer`] makes.
+#[derive(Clone)]
+pub struct RateLimit<S> {
+    service: Arc<Service>,
+    inner: S,
+}
+
+impl<S, B> TowerService<Request> for RateLimit<S>
+where
+    S: TowerService<Request, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = RateLimitFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
     }
-    let headers = response.headers_mut();
-    for (name, value) in rate_limit_headers(&decision) {
-        headers.insert(name, value);
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let client = match request.extensions().get::<Client>() {
+            Some(client) => client.clone(),
+            None => request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| Client::of_peer(*peer))
+                .unwrap_or_else(Client::unknown),
+        };
+        request.extensions_mut().insert(client.clone());
+        if is_monitoring(request.uri().path()) {
+            return RateLimitFuture::Passing {
+                inner: self.inner.call(request),
+                client: Some(client),
+                decision: None,
+            };
+        }
+        let per_minute = self.service.settings().config.security.rate_limit;
+        match &self.service.rate_limiter {
+            RateLimiter::Local(local) => {
+                let decision = local.take(client.as_str(), per_minute);
+                if decision.allowed {
+                    RateLimitFuture::Passing {
+                        inner: self.inner.call(request),
+                        client: Some(client),
+                        decision: Some(decision),
+                    }
+                } else {
+                    let refusal = refusal(&self.service, &client, per_minute, &decision);
+                    RateLimitFuture::Answered {
+                        answer: Some(finish(refusal, client, Some(&decision))),
+                    }
+                }
+            }
+            RateLimiter::Redis(_) => {
+                // The clone that is ready goes into the future; this one stays for the next call.
+                let clone = self.inner.clone();
+                let mut inner = std::mem::replace(&mut self.inner, clone);
+                let service = self.service.clone();
+                RateLimitFuture::Waiting {
+                    future: Box::pin(async move {
+                        let decision = service
+                            .rate_limiter
+                            .take(client.as_str(), None, per_minute)
+                            .await;
+                        let response = if decision.allowed {
+                            inner.call(request).await?.map(Body::new)
+                        } else {
+                            refusal(&service, &client, per_minute, &decision)
+                        };
+                        Ok(finish(response, client, Some(&decision)))
+                    }),
+                }
+            }
+        }
     }
-    // For the access log line and the per-key metrics, outside this layer.
+}
+
+pin_project! {
+    /// The answer, with what the limit says written on it.
+    #[project = Projected]
+    pub enum RateLimitFuture<F> {
+        Answered { answer: Option<Response> },
+        Passing {
+            #[pin]
+            inner: F,
+            client: Option<Client>,
+            decision: Option<Decision>,
+        },
+        Waiting { future: Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> },
+    }
+}
+
+impl<F, B> Future for RateLimitFuture<F>
+where
+    F: Future<Output = Result<axum::http::Response<B>, Infallible>>,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Answered { answer } => {
+                Poll::Ready(Ok(answer.take().expect("polled after its answer")))
+            }
+            Projected::Passing {
+                inner,
+                client,
+                decision,
+            } => {
+                let response = ready!(inner.poll(cx))?.map(Body::new);
+                let client = client.take().expect("polled after its answer");
+                Poll::Ready(Ok(finish(response, client, decision.as_ref())))
+            }
+            Projected::Waiting { future } => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// 429 with `Retry-After`, logged and counted.
+fn refusal(service: &Service, client: &Client, per_minute: u64, decision: &Decision) -> Response {
+    tracing::warn!(client = client.as_str(), "rate limit exceeded");
+    service.metrics.rate_limited();
+    Reply::error(
+        ErrorCode::RateLimited,
+        format!(
+            "Rate limit of {per_minute} requests per minute exceeded for client '{}'; retry after {} s",
+            client.as_str(),
+            decision.retry_after
+        ),
+    )
+    .retry_after(decision.retry_after)
+    .into_response()
+}
+
+/// What is left of the allowance, in `meta` and the headers (when the request was counted);
+/// the client, for the access log line and the per-key metrics outside this layer.
+fn finish(mut response: Response, client: Client, decision: Option<&Decision>) -> Response {
+    if let Some(decision) = decision {
+        if let Some(reply) = response.extensions_mut().get_mut::<Reply>() {
+            reply.meta.rate_limit_remaining = Some(decision.remaining);
+        }
+        let headers = response.headers_mut();
+        for (name, value) in rate_limit_headers(decision) {
+            headers.insert(name, value);
+        }
+    }
     response.extensions_mut().insert(client);
     response
 }

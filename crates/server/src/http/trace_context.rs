@@ -9,57 +9,68 @@
 //! only (the response header, `traceresponse`, is still a Level 2 draft). A caller correlates
 //! through `X-Request-Id`, logged together with the trace id.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
 use axum::response::Response;
 
+use super::around::Around;
 use crate::service::Service;
 use crate::telemetry::traceparent::{self, TRACEPARENT, TRACESTATE};
 use crate::telemetry::{Span, TraceParent};
 
-pub async fn trace_layer(
-    State(service): State<Arc<Service>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let method = request.method().clone();
-    // The route's template, not the path: `/tools/{name}` is one route however many tools.
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned());
-    let name = match &route {
-        Some(route) => format!("{method} {route}"),
-        None => method.to_string(),
-    };
-    let mut span = Span::server(incoming(request.headers()), service.spans(), name);
-    if span.is_recording() {
-        span.set("http.request.method", method.to_string());
-        span.set("url.path", request.uri().path().to_owned());
-        span.set("url.scheme", "http");
-        if let Some(route) = route {
-            span.set("http.route", route);
+/// The request's server span ([`super::around`]): started on the way in, ended with the
+/// answer's status.
+#[derive(Clone)]
+pub struct TraceLayer(pub Arc<Service>);
+
+impl Around for TraceLayer {
+    type Noted = Span;
+
+    fn before(&self, request: &mut Request) -> ControlFlow<Response, Span> {
+        let exporter = self.0.spans();
+        // The route's template, not the path: `/tools/{name}` is one route however many tools.
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map(|m| m.as_str().to_owned());
+        let method = request.method();
+        // The name and the attributes are only read by an exporter: without one, none is built.
+        let name = match (&exporter, &route) {
+            (None, _) => String::new(),
+            (Some(_), Some(route)) => format!("{method} {route}"),
+            (Some(_), None) => method.to_string(),
+        };
+        let mut span = Span::server(incoming(request.headers()), exporter, name);
+        if span.is_recording() {
+            span.set("http.request.method", method.to_string());
+            span.set("url.path", request.uri().path().to_owned());
+            span.set("url.scheme", "http");
+            if let Some(route) = route {
+                span.set("http.route", route);
+            }
+            if let Some(agent) = request
+                .headers()
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+            {
+                span.set("user_agent.original", agent.to_owned());
+            }
         }
-        if let Some(agent) = request
-            .headers()
-            .get(axum::http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-        {
-            span.set("user_agent.original", agent.to_owned());
+        request.extensions_mut().insert(span.context().clone());
+        ControlFlow::Continue(span)
+    }
+
+    fn after(&self, mut span: Span, response: &mut Response) {
+        let status = response.status().as_u16();
+        span.set("http.response.status_code", i64::from(status));
+        // A server span fails on 5xx only: a 4xx is the client's error, not the server's.
+        if status >= 500 {
+            span.fail(status.to_string(), format!("answered {status}"));
         }
     }
-    request.extensions_mut().insert(span.context().clone());
-    let response = next.run(request).await;
-    let status = response.status().as_u16();
-    span.set("http.response.status_code", i64::from(status));
-    // A server span fails on 5xx only: a 4xx is the client's error, not the server's.
-    if status >= 500 {
-        span.fail(status.to_string(), format!("answered {status}"));
-    }
-    response
 }
 
 /// The caller's trace, when its `traceparent` is valid; its `tracestate` goes with it (and
