@@ -204,26 +204,36 @@ fn served_by(answer: &reqwest::Response) -> Option<String> {
     )
 }
 
-/// A service config for one replica: server-everything, API key `alice`, metrics on, and
-/// `cluster` when given (with replica id `name`).
-fn replica_yaml(rate_limit: u64, cluster: Option<(&str, &str)>) -> String {
+/// A service config for one replica: `providers`, API key `alice`, metrics on, and `cluster`
+/// when given (with replica id `name`).
+fn replica_yaml(rate_limit: u64, cluster: Option<(&str, &str)>, providers: &str) -> String {
     let cluster = match cluster {
         Some((url, name)) => format!("cluster: {{ redis_url: \"{url}\", replica_id: {name} }}\n"),
         None => String::new(),
     };
     format!(
-        "monitoring: {{ metrics_enabled: true }}\nsecurity:\n  rate_limit: {rate_limit}\n  api_keys:\n    - {{ name: alice, value_env: MHG_ALICE_KEY }}\n{cluster}providers:\n{}",
-        everything_provider("everything")
+        "monitoring: {{ metrics_enabled: true }}\nsecurity:\n  rate_limit: {rate_limit}\n  api_keys:\n    - {{ name: alice, value_env: MHG_ALICE_KEY }}\n{cluster}providers:\n{providers}"
     )
 }
 
-/// `n` replicas (r0, r1, …) of service `shop`, running.
+/// `n` replicas (r0, r1, …) of service `shop` serving server-everything, running.
 async fn replicas(n: usize, rate_limit: u64, redis: Option<&Redis>) -> Vec<Gateway> {
+    replicas_of(n, rate_limit, redis, &everything_provider("everything")).await
+}
+
+/// `n` replicas (r0, r1, …) of service `shop` serving `providers`, running.
+async fn replicas_of(
+    n: usize,
+    rate_limit: u64,
+    redis: Option<&Redis>,
+    providers: &str,
+) -> Vec<Gateway> {
     let mut out = Vec::new();
     for i in 0..n {
         let name = format!("r{i}");
         let url = redis.map(Redis::url);
-        let yaml = replica_yaml(rate_limit, url.as_deref().map(|u| (u, name.as_str())));
+        let cluster = url.as_deref().map(|u| (u, name.as_str()));
+        let yaml = replica_yaml(rate_limit, cluster, providers);
         out.push(Gateway::spawn_env("shop", &yaml, &[("MHG_ALICE_KEY", KEY)]));
     }
     for gw in &mut out {
@@ -311,6 +321,65 @@ async fn a_rate_limit_holds_across_replicas_only_with_redis() {
         allowed >= 180,
         "without Redis each replica counts alone (3 × 60): {allowed} allowed"
     );
+}
+
+/// A tool's own limit (`limits.tools[].rate_limit`) is kept in Redis too: 10 calls of echo a
+/// minute for alice, whichever of two replicas she calls (in turn, no load balancer needed);
+/// without Redis each replica counts its own 10.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_rate_limit_holds_across_replicas_only_with_redis() {
+    let Some((redis_bin, _)) = tools() else {
+        return;
+    };
+    let redis = Redis::start(&redis_bin).await;
+    let providers = format!(
+        "  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio], limits: {{ tools: [{{ tool: echo, rate_limit: 10 }}] }} }}\n",
+        everything_js()
+    );
+    let shared = replicas_of(2, 1000, Some(&redis), &providers).await;
+    let started = Instant::now();
+    let (allowed, refused) = echo_in_turn(&shared, 16).await;
+    let took = started.elapsed();
+    eprintln!("with redis: {allowed} allowed, {refused} refused of 16 in {took:?}");
+    // One more call a 6 s: exact when the calls take less.
+    let refilled = (took.as_secs() / 6) as usize;
+    assert!(
+        (10..=10 + refilled).contains(&allowed) && allowed + refused == 16,
+        "10 echo calls a minute across 2 replicas: {allowed} allowed, {refused} refused in {took:?}"
+    );
+    drop(shared);
+
+    // The control: without Redis each replica allows 10, so all 16 pass.
+    let alone = replicas_of(2, 1000, None, &providers).await;
+    assert_eq!(echo_in_turn(&alone, 16).await, (16, 0));
+}
+
+/// `n` echo calls with alice's key, to each replica in turn; how many were allowed and how
+/// many refused as RATE_LIMITED.
+async fn echo_in_turn(gws: &[Gateway], n: usize) -> (usize, usize) {
+    let client = reqwest::Client::new();
+    let (mut allowed, mut refused) = (0, 0);
+    for i in 0..n {
+        let answer = client
+            .post(gws[i % gws.len()].url("/call-tool"))
+            .header("x-api-key", KEY)
+            .json(&json!({"tool": "echo", "arguments": {"message": "x"}}))
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.unwrap();
+        match status {
+            200 => allowed += 1,
+            429 => {
+                assert_eq!(body["code"], "RATE_LIMITED", "{body}");
+                assert_eq!(body["meta"]["tool"], "echo", "{body}");
+                refused += 1;
+            }
+            _ => panic!("echo answered {status}: {body}"),
+        }
+    }
+    (allowed, refused)
 }
 
 /// A 2026-07-28 request: no session, its protocol version and client in `_meta`.
@@ -634,7 +703,7 @@ async fn redis_down_fails_the_limit_open_or_closed_shows_it_and_recovers() {
             redis.url()
         )
     };
-    let base = replica_yaml(100, None);
+    let base = replica_yaml(100, None, &everything_provider("everything"));
     let open = Gateway::start_env(
         "shop",
         &format!("{}{base}", cluster("open")),
