@@ -155,7 +155,7 @@ fn finish(
             let (body, code) = match reply.outcome {
                 // The shared text goes out as it is, between the envelope's other members.
                 Ok(Data::Json(data)) => (
-                    Body::new(Spliced::new(vec![
+                    Body::new(Spliced::new([
                         Bytes::from_static(OK_BODY_BEFORE_DATA),
                         data,
                         ok_body_after_data(request_id.as_str(), &timestamp(), Some(&meta)).into(),

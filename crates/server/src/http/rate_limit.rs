@@ -23,7 +23,7 @@ use tower::{Layer, Service as TowerService};
 use super::guards::is_monitoring;
 use super::reply::Reply;
 use crate::service::Service;
-use crate::service::rate_limit::{Client, Decision, RateLimiter};
+use crate::service::rate_limit::{Client, Decision};
 
 /// The policy's name in the headers.
 const POLICY: &str = "per-client";
@@ -88,42 +88,42 @@ where
             };
         }
         let per_minute = self.service.settings().config.security.rate_limit;
-        match &self.service.rate_limiter {
-            RateLimiter::Local(local) => {
-                let decision = local.take(client.as_str(), per_minute);
-                if decision.allowed {
-                    RateLimitFuture::Passing {
-                        inner: self.inner.call(request),
-                        client: Some(client),
-                        decision: Some(decision),
-                    }
+        if let Some(decision) = self
+            .service
+            .rate_limiter
+            .take_now(client.as_str(), per_minute)
+        {
+            return if decision.allowed {
+                RateLimitFuture::Passing {
+                    inner: self.inner.call(request),
+                    client: Some(client),
+                    decision: Some(decision),
+                }
+            } else {
+                let refusal = refusal(&self.service, &client, per_minute, &decision);
+                RateLimitFuture::Answered {
+                    answer: Some(finish(refusal, client, Some(&decision))),
+                }
+            };
+        }
+        // Kept in Redis: the decision must be waited for.
+        // The clone that is ready goes into the future; this one stays for the next call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let service = self.service.clone();
+        RateLimitFuture::Waiting {
+            future: Box::pin(async move {
+                let decision = service
+                    .rate_limiter
+                    .take(client.as_str(), None, per_minute)
+                    .await;
+                let response = if decision.allowed {
+                    inner.call(request).await?.map(Body::new)
                 } else {
-                    let refusal = refusal(&self.service, &client, per_minute, &decision);
-                    RateLimitFuture::Answered {
-                        answer: Some(finish(refusal, client, Some(&decision))),
-                    }
-                }
-            }
-            RateLimiter::Redis(_) => {
-                // The clone that is ready goes into the future; this one stays for the next call.
-                let clone = self.inner.clone();
-                let mut inner = std::mem::replace(&mut self.inner, clone);
-                let service = self.service.clone();
-                RateLimitFuture::Waiting {
-                    future: Box::pin(async move {
-                        let decision = service
-                            .rate_limiter
-                            .take(client.as_str(), None, per_minute)
-                            .await;
-                        let response = if decision.allowed {
-                            inner.call(request).await?.map(Body::new)
-                        } else {
-                            refusal(&service, &client, per_minute, &decision)
-                        };
-                        Ok(finish(response, client, Some(&decision)))
-                    }),
-                }
-            }
+                    refusal(&service, &client, per_minute, &decision)
+                };
+                Ok(finish(response, client, Some(&decision)))
+            }),
         }
     }
 }

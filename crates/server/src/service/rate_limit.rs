@@ -45,6 +45,15 @@ impl RateLimiter {
         RateLimiter::Local(LocalLimiter::default())
     }
 
+    /// Takes one request of `client`'s allowance of `per_minute` at once when the allowance is
+    /// kept in this process; `None` when it is kept in Redis and [`RateLimiter::take`] must ask.
+    pub fn take_now(&self, client: &str, per_minute: u64) -> Option<Decision> {
+        match self {
+            RateLimiter::Local(local) => Some(local.take(client, per_minute)),
+            RateLimiter::Redis(_) => None,
+        }
+    }
+
     /// Takes one request of `client`'s allowance of `per_minute` (of its allowance for `tool`,
     /// when given).
     pub async fn take(&self, client: &str, tool: Option<&str>, per_minute: u64) -> Decision {
