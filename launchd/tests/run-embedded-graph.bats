@@ -34,10 +34,12 @@ teardown() {
     sleep 0.5
   done
   grep -q "indexing $REPO as project 'mcp-http-gateway'" "$log"
-  run curl -fsS -X POST http://127.0.0.1:8001/call-tool -H 'Content-Type: application/json' \
+  # Not curl -f: on a failure the envelope says why, and the log shows what the gateway saw.
+  run curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X POST http://127.0.0.1:8001/call-tool \
+    -H 'Content-Type: application/json' \
     -d '{"tool": "find_symbol", "arguments": {"name": "free_port", "label": "Function"}}'
-  echo "$output"
-  [ "$status" -eq 0 ]
+  [ "$output" = 200 ] || { echo "HTTP $output: $(cat "$BATS_TEST_TMPDIR/body")" >&2; cat "$log"; return 1; }
+  output="$(cat "$BATS_TEST_TMPDIR/body")"
   grep -q '"qualified_name":"mcp-http-gateway.crates.testkit.src.ports.free_port"' <<<"$output"
   local db_pid
   db_pid="$(pgrep -f "rootPath=${TMPDIR:-/tmp}/code-graph-db" | head -n 1)"
