@@ -221,6 +221,38 @@ mod tests {
     }
 
     #[test]
+    fn display_is_the_wire_name() {
+        for code in ErrorCode::ALL {
+            assert_eq!(code.to_string(), code.as_str());
+        }
+    }
+
+    /// A client retries on these and on nothing else; two of them also say when (Retry-After).
+    #[test]
+    fn retryable_codes_and_retry_after_are_the_designed_ones() {
+        let retryable: Vec<&str> = ErrorCode::ALL
+            .iter()
+            .filter(|c| c.is_retryable())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            retryable,
+            [
+                "RATE_LIMITED",
+                "EXECUTION_ERROR",
+                "SERVICE_UNAVAILABLE",
+                "TIMEOUT"
+            ]
+        );
+        let with_retry_after: Vec<&str> = ErrorCode::ALL
+            .iter()
+            .filter(|c| c.has_retry_after())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(with_retry_after, ["RATE_LIMITED", "SERVICE_UNAVAILABLE"]);
+    }
+
+    #[test]
     fn statuses_are_the_designed_ones() {
         let table: Vec<(&str, u16)> = ErrorCode::ALL
             .iter()

@@ -455,3 +455,20 @@ pub struct NameConflict {
     pub served: Vec<String>,
     pub resolution: ClashResolution,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_state_is_named_as_it_is_serialised() {
+        for state in [
+            ConnectionState::Disconnected,
+            ConnectionState::Connected,
+            ConnectionState::Error,
+        ] {
+            let json = serde_json::to_value(state).unwrap();
+            assert_eq!(json, serde_json::Value::String(state.as_str().to_owned()));
+        }
+    }
+}

@@ -111,13 +111,15 @@ mod tests {
 
     #[test]
     fn names_that_are_not_folder_names_are_refused() {
-        let text = "services:\n  - { name: ../x, url: \"http://h\" }\n";
-        assert!(
-            Registry::parse(text, "s.yaml")
-                .unwrap_err()
-                .to_string()
-                .contains("'../x'")
-        );
+        // Each breaks one rule: a character outside the set, a hidden name, no name at all.
+        for name in ["../x", ".hidden", "a b", "\"\""] {
+            let text = format!("services:\n  - {{ name: {name}, url: \"http://h\" }}\n");
+            let shown = name.trim_matches('"');
+            let error = Registry::parse(&text, "s.yaml").unwrap_err().to_string();
+            assert!(error.contains(&format!("'{shown}'")), "{name}: {error}");
+        }
+        let text = "services:\n  - { name: a.b_c-1, url: \"http://h\" }\n";
+        assert!(Registry::parse(text, "s.yaml").is_ok());
     }
 
     #[test]

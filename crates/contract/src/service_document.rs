@@ -250,9 +250,11 @@ impl<'a> TypedTool<'a> {
         // One compiled schema for every question asked of it here; an input schema the
         // gateway cannot compile gets no example (and its calls fail anyway).
         let validator = ArgumentValidator::compile(&tool.input_schema).ok();
-        let example = validator.as_ref().and_then(|v| {
-            given_example(&tool.input_schema, v).or_else(|| example::example(&tool.input_schema, v))
-        });
+        // The schema's own first `examples` entry when it is valid (example::example tries it
+        // first), else one made from the schema.
+        let example = validator
+            .as_ref()
+            .and_then(|v| example::example(&tool.input_schema, v));
         let needs_arguments = validator
             .as_ref()
             .is_some_and(|v| v.check(&json!({})).is_err());
@@ -406,12 +408,6 @@ impl<'a> TypedTool<'a> {
             example["meta"]["validation_errors"] = serde_json::to_value(issues).unwrap_or_default();
         }
     }
-}
-
-/// An example the tool gives itself: the first of its input schema's `examples`.
-fn given_example(schema: &Value, validator: &ArgumentValidator) -> Option<Value> {
-    let given = schema["examples"].as_array()?.first()?.clone();
-    validator.check(&given).is_ok().then_some(given)
 }
 
 /// The shape of `data` for a tool without an output schema, as the MCP result mapping

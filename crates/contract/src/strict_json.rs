@@ -283,8 +283,10 @@ mod tests {
                 pointer: String::new()
             }
         );
+        let nested = read(r#"{"arguments":{"x":[{"a/b":{"k":1,"k":2}}]}}"#).unwrap_err();
+        assert_eq!(nested.pointer(), Some("/arguments/x/0/a~1b"));
         assert_eq!(
-            read(r#"{"arguments":{"x":[{"a/b":{"k":1,"k":2}}]}}"#).unwrap_err(),
+            nested,
             JsonRefusal::DuplicateKey {
                 key: "k".into(),
                 pointer: "/arguments/x/0/a~1b".into()
@@ -324,6 +326,12 @@ mod tests {
                 pointer: "/a".into()
             }
         );
+        // Exactly the bound is within it.
+        assert_eq!(
+            read(r#"{"a":{"x":1,"y":2}}"#).unwrap(),
+            json!({"a": {"x": 1, "y": 2}})
+        );
+        assert_eq!(read("[1,2]").unwrap(), json!([1, 2]));
         assert_eq!(
             read(r#"{"a":{"x":1,"y":2,"z":3}}"#).unwrap_err(),
             JsonRefusal::TooManyMembers {
@@ -356,9 +364,12 @@ mod tests {
     #[test]
     fn syntax_errors_and_trailing_data_are_syntax_refusals() {
         for text in ["", "{", r#"{"a":1}x"#, "[1,]", "{'a':1}", "\u{feff}{}"] {
-            assert!(
-                matches!(read(text).unwrap_err(), JsonRefusal::Syntax(_)),
-                "{text}"
+            let refusal = read(text).unwrap_err();
+            assert!(matches!(refusal, JsonRefusal::Syntax(_)), "{text}");
+            assert_eq!(
+                refusal.pointer(),
+                None,
+                "no place in a body that does not parse"
             );
         }
         assert_eq!(read("{}").unwrap(), json!({}));

@@ -78,3 +78,13 @@ pub struct ToolRequest {
     #[schema(format = Uuid)]
     pub request_id: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_qualified_name_is_the_provider_a_dot_and_the_name_as_given() {
+        assert_eq!(qualified_name("hello-rs", "echo.v1"), "hello-rs.echo.v1");
+    }
+}

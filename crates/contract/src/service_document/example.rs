@@ -377,6 +377,11 @@ mod tests {
             (r"^\d{3}-[A-Z]{2,4}$", "000-AA"),
             ("^(foo|bar)+x?$", "foo"),
             (r"^[a-z_][a-z0-9_]*\.py$", "a.py"),
+            ("^x(?:ab|cd)-y$", "xab-y"),
+            (r"^[\d][\w-]{2}$", "0aa"),
+            ("^a{2,}b{0,3}c+?$", "aac"),
+            ("^x.y$", "xay"),
+            ("^a++b$", "ab"),
         ] {
             assert_eq!(from_pattern(pattern).as_deref(), Some(made), "{pattern}");
         }
@@ -414,6 +419,164 @@ mod tests {
             levels += 1;
         }
         assert!(levels <= MAX_DEPTH, "{levels}");
+    }
+
+    /// Each rule of the builder, with the one value it makes: an example that is merely valid
+    /// would let a changed rule pass unseen (the validator accepts "string" for a `date`).
+    #[test]
+    fn each_schema_keyword_makes_its_own_value() {
+        for (schema, made) in [
+            (json!(true), json!("example")),
+            (json!({"description": "anything"}), json!("example")),
+            (json!({"type": "boolean"}), json!(false)),
+            (json!({"type": "null"}), json!(null)),
+            (json!({"type": ["null", "integer"]}), json!(1)),
+            (json!({"type": "integer", "minimum": 3}), json!(3)),
+            (
+                json!({"type": "integer", "exclusiveMinimum": 1.5}),
+                json!(2),
+            ),
+            (json!({"type": "integer", "maximum": -4}), json!(-4)),
+            (
+                json!({"type": "integer", "exclusiveMaximum": -2.5}),
+                json!(-3),
+            ),
+            (
+                json!({"type": "integer", "minimum": 7, "multipleOf": 3}),
+                json!(9),
+            ),
+            (json!({"type": "number", "minimum": 0.25}), json!(1.0)),
+            (
+                json!({"type": "string", "format": "date"}),
+                json!("2026-01-01"),
+            ),
+            (
+                json!({"type": "string", "format": "time"}),
+                json!("12:00:00Z"),
+            ),
+            (
+                json!({"type": "string", "format": "uuid"}),
+                json!("3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c"),
+            ),
+            (
+                json!({"type": "string", "format": "email"}),
+                json!("user@example.com"),
+            ),
+            (
+                json!({"type": "string", "format": "iri"}),
+                json!("https://example.com/"),
+            ),
+            (
+                json!({"type": "string", "format": "hostname"}),
+                json!("example.com"),
+            ),
+            (
+                json!({"type": "string", "format": "ipv4"}),
+                json!("192.0.2.1"),
+            ),
+            (
+                json!({"type": "string", "format": "ipv6"}),
+                json!("2001:db8::1"),
+            ),
+            (json!({"type": "string", "maxLength": 3}), json!("str")),
+            (
+                json!({"anyOf": [{"type": "null"}, {"type": "integer"}]}),
+                json!(1),
+            ),
+            (
+                json!({"allOf": [{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]},
+                                 {"type": "object", "properties": {"b": {"const": 2}}, "required": ["b"]}]}),
+                json!({"a": 1, "b": 2}),
+            ),
+            // Without `type`: inferred from `properties`, `items` or `prefixItems`.
+            (
+                json!({"properties": {"a": {"type": "integer"}}, "required": ["a"]}),
+                json!({"a": 1}),
+            ),
+            (json!({"items": {"type": "integer"}}), json!([1])),
+            (
+                json!({"prefixItems": [{"type": "integer"}, {"type": "boolean"}]}),
+                json!([1, false]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "integer"}, "minItems": 3}),
+                json!([1, 1, 1]),
+            ),
+            // Items that cannot be made: the empty array where it is allowed.
+            (
+                json!({"type": "array", "items": false, "minItems": 0}),
+                json!([]),
+            ),
+            // A first alternative that cannot be made (its required `x` accepts nothing)
+            // gives way to the next.
+            (
+                json!({"anyOf": [{"type": "object", "properties": {"x": false}, "required": ["x"]},
+                                 {"type": "string"}]}),
+                json!("string"),
+            ),
+        ] {
+            assert_eq!(example(&schema, &compiled(&schema)), Some(made), "{schema}");
+        }
+        let none = json!({"type": "array", "items": false, "minItems": 2});
+        assert_eq!(example(&none, &compiled(&none)), None);
+        // Why `multipleOf` is only looked at when positive (.cargo/mutants.toml): a schema with
+        // 0 is refused before any example is made.
+        assert!(ArgumentValidator::compile(&json!({"type": "number", "multipleOf": 0})).is_err());
+    }
+
+    /// A value MAX_DEPTH levels down is made; one more level is not, through every construct
+    /// that goes a level deeper.
+    #[test]
+    fn examples_end_exactly_at_the_depth_bound() {
+        type Nest = fn(usize) -> Value;
+        fn wrapped(levels: usize, wrap: fn(Value) -> Value) -> Value {
+            (0..levels).fold(json!({"type": "integer"}), |inner, _| wrap(inner))
+        }
+        let nests: [(&str, Nest); 6] = [
+            ("object", |n| {
+                wrapped(
+                    n,
+                    |inner| json!({"type": "object", "properties": {"a": inner}, "required": ["a"]}),
+                )
+            }),
+            ("items", |n| {
+                wrapped(
+                    n,
+                    |inner| json!({"type": "array", "items": inner, "minItems": 1}),
+                )
+            }),
+            ("prefixItems", |n| {
+                wrapped(n, |inner| json!({"type": "array", "prefixItems": [inner]}))
+            }),
+            ("anyOf", |n| wrapped(n, |inner| json!({"anyOf": [inner]}))),
+            ("allOf", |n| wrapped(n, |inner| json!({"allOf": [inner]}))),
+            // d0 is the integer, each d<k> refers to d<k-1>, the root to the last.
+            ("$ref", |n| {
+                let mut defs = serde_json::Map::new();
+                defs.insert("d0".into(), json!({"type": "integer"}));
+                for k in 1..n {
+                    defs.insert(
+                        format!("d{k}"),
+                        json!({"$ref": format!("#/$defs/d{}", k - 1)}),
+                    );
+                }
+                json!({"$defs": defs, "$ref": format!("#/$defs/d{}", n - 1)})
+            }),
+        ];
+        for (name, nested) in nests {
+            let at_bound = nested(MAX_DEPTH);
+            assert!(
+                Builder { root: &at_bound }.build(&at_bound, 0).is_some(),
+                "{name}: {MAX_DEPTH} levels"
+            );
+            let beyond = nested(MAX_DEPTH + 1);
+            assert_eq!(
+                Builder { root: &beyond }.build(&beyond, 0),
+                None,
+                "{name}: {} levels",
+                MAX_DEPTH + 1
+            );
+        }
     }
 
     #[test]

@@ -258,7 +258,12 @@ mod tests {
             "properties": {
                 "$ref": {"type": "string"},
                 "node": {"$ref": "#/definitions/Node", "default": {"$ref": "#/definitions/Node"}},
-                "pair": {"type": "array", "items": [{"type": "string"}], "additionalItems": false}
+                "pair": {"type": "array", "items": [{"type": "string"}], "additionalItems": false},
+                "mode": {"title": "Mode", "enum": ["a"]},
+                "inner": {"title": "Inner", "type": "object", "properties": {}},
+                "plain": {"title": "Plain", "type": "string"},
+                "either": {"anyOf": [{"$ref": "#/definitions/Node"}, {"type": "null"}]},
+                "choice": {"enum": [{"title": "T", "properties": {}}], "default": {"x": {"$ref": "#/definitions/Node"}}}
             },
             "definitions": {"Node": {"$schema": "x", "properties": {"next": {"$ref": "#/definitions/Node"}}}}
         });
@@ -271,7 +276,14 @@ mod tests {
                 "properties": {
                     "$ref": {"type": "string"},
                     "node": {"$ref": "#/components/schemas/D_Node", "default": {"$ref": "#/definitions/Node"}},
-                    "pair": {"type": "array", "prefixItems": [{"type": "string"}], "items": false}
+                    "pair": {"type": "array", "prefixItems": [{"type": "string"}], "items": false},
+                    // An inline enum or object would become a class named by its title.
+                    "mode": {"enum": ["a"]},
+                    "inner": {"type": "object", "properties": {}},
+                    "plain": {"title": "Plain", "type": "string"},
+                    "either": {"anyOf": [{"$ref": "#/components/schemas/D_Node"}, {"type": "null"}]},
+                    // `enum` and `default` are data, whatever they hold.
+                    "choice": {"enum": [{"title": "T", "properties": {}}], "default": {"x": {"$ref": "#/definitions/Node"}}}
                 }
             })
         );

@@ -5,7 +5,7 @@
 //! `$schema`). Each rule has a checker that lists what breaks it; each checker is also shown
 //! a document that breaks its rule, so none of them can pass by not looking.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
@@ -440,4 +440,47 @@ fn component_names_are_namespaced_and_never_reused() {
     let mut names = ComponentNames(BTreeSet::from(["a".to_owned()]));
     assert_eq!(names.take("a"), "a_2");
     assert_eq!(names.take("a b/c"), "a_b_c");
+}
+
+/// A tool's own operation: an operationId any generator accepts, the contract's non-path
+/// parameters without the `{name}` path parameter (the name is in the path already), and the
+/// request example the tool gives itself when it is valid by its own schema.
+#[test]
+fn a_tools_operation_is_named_safely_and_takes_its_given_example() {
+    let tools = tools_of(
+        r#"{"tools": [
+            {"name": "get-time.v2", "description": "d", "input_schema": {"type": "object",
+             "properties": {"city": {"type": "string"}}, "required": ["city"],
+             "examples": [{"city": "Oslo"}]}},
+            {"name": "bad_example", "description": "d", "input_schema": {"type": "object",
+             "properties": {"n": {"type": "integer"}}, "required": ["n"],
+             "examples": [{"n": "not a number"}]}}
+        ]}"#,
+    );
+    let doc = service_document(&publication(false), &tools);
+    let ops: BTreeMap<&str, &Value> = operations(&doc).into_iter().collect();
+    let time = ops["/tools/get-time.v2"];
+    assert_eq!(time["operationId"], "call_get_time_v2");
+    assert_eq!(ops["/tools/bad_example"]["operationId"], "call_bad_example");
+    let params: Vec<(&str, &str)> = time["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = if let Some(target) = p["$ref"].as_str() {
+                doc.pointer(target.trim_start_matches('#')).unwrap()
+            } else {
+                p
+            };
+            (p["name"].as_str().unwrap(), p["in"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(params, [("X-Request-Id", "header")]);
+    let example = |op: &Value| op["requestBody"]["content"]["application/json"]["example"].clone();
+    assert_eq!(example(time), json!({"city": "Oslo"}));
+    // An example its own schema refuses is never shown.
+    assert_ne!(
+        example(ops["/tools/bad_example"]),
+        json!({"n": "not a number"})
+    );
 }
