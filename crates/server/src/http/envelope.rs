@@ -267,3 +267,209 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
     };
     Some(Reply::error(code, message))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::{any, get, post};
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::service::Service;
+
+    fn service() -> Arc<Service> {
+        let config = crate::config::ServiceConfig::parse(
+            "service: { name: unit, port: 9999 }\n",
+            "unit.yaml",
+            std::path::PathBuf::from("."),
+        )
+        .unwrap();
+        let shutdown = crate::shutdown::Shutdown::default();
+        let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::Running);
+        service
+    }
+
+    /// Routes that answer a bare status (as a library would, not a [`Reply`]), and a plain
+    /// success body, behind every layer of a service.
+    fn app() -> Router {
+        let routes = Router::new()
+            .route(
+                "/status/{code}",
+                any(
+                    |axum::extract::Path(code): axum::extract::Path<u16>| async move {
+                        StatusCode::from_u16(code).unwrap()
+                    },
+                ),
+            )
+            .route("/plain", get(|| async { "plain text" }))
+            .route("/mcp/x", get(|| async { StatusCode::NOT_FOUND }))
+            .route("/sse", get(|| async { StatusCode::NOT_FOUND }))
+            .route("/messages", post(|| async { StatusCode::NOT_FOUND }))
+            .route("/mcpx", get(|| async { StatusCode::NOT_FOUND }));
+        super::super::with_layers(routes, service())
+    }
+
+    async fn send(request: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Bytes) {
+        let response = app().oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+        (parts.status, parts.headers, body)
+    }
+
+    fn get_(path: &str) -> Request<Body> {
+        Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_is_not_a_reply_becomes_the_envelope_of_its_status() {
+        for (status, code, message, retry_after) in [
+            (404, "NOT_FOUND", "No route for GET /status/404", false),
+            (
+                405,
+                "METHOD_NOT_ALLOWED",
+                "Method GET is not allowed on /status/405",
+                false,
+            ),
+            (413, "PAYLOAD_TOO_LARGE", "Request body is too large", false),
+            (
+                431,
+                "HEADERS_TOO_LARGE",
+                "Request header fields are too large",
+                false,
+            ),
+            (401, "UNAUTHORIZED", "Missing or invalid API key", false),
+            (403, "UNAUTHORIZED", "Missing or invalid API key", false),
+            (429, "RATE_LIMITED", "Too many requests", true),
+            (503, "SERVICE_UNAVAILABLE", "Service unavailable", true),
+            (504, "TIMEOUT", "The request timed out", false),
+            (408, "TIMEOUT", "The request timed out", false),
+            (
+                418,
+                "INVALID_REQUEST",
+                "Invalid request (418 I'm a teapot)",
+                false,
+            ),
+            (
+                502,
+                "INTERNAL_ERROR",
+                "Internal error while handling the request",
+                false,
+            ),
+        ] {
+            let (got, headers, body) = send(get_(&format!("/status/{status}"))).await;
+            let envelope: Envelope = serde_json::from_slice(&body).unwrap();
+            let wanted: ErrorCode = serde_json::from_value(serde_json::json!(code)).unwrap();
+            assert_eq!(envelope.code, Some(wanted), "{status}");
+            assert_eq!(got.as_u16(), wanted.http_status(), "{status}");
+            assert_eq!(envelope.error.as_deref(), Some(message), "{status}");
+            assert!(!envelope.success);
+            assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+            assert_eq!(
+                headers
+                    .get(header::RETRY_AFTER)
+                    .map(|v| v.to_str().unwrap()),
+                retry_after.then_some("1"),
+                "{status}"
+            );
+            let id = headers[REQUEST_ID_HEADER].to_str().unwrap();
+            assert_eq!(envelope.request_id, id);
+            assert!(contract::envelope::is_uuid_v4(id));
+            assert!(envelope.meta.unwrap().execution_time_ms.is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn success_and_redirects_that_are_not_replies_pass_unchanged() {
+        for status in [200, 204, 301, 304] {
+            let (got, headers, body) = send(get_(&format!("/status/{status}"))).await;
+            assert_eq!(got.as_u16(), status);
+            assert!(body.is_empty(), "{status}: {body:?}");
+            assert!(headers.contains_key(REQUEST_ID_HEADER), "{status}");
+        }
+        let (status, _, body) = send(get_("/plain")).await;
+        assert_eq!((status, &body[..]), (StatusCode::OK, &b"plain text"[..]));
+    }
+
+    /// The MCP endpoints speak JSON-RPC: their own answers are never enveloped. A path that
+    /// only begins like them is an ordinary route.
+    #[tokio::test]
+    async fn mcp_answers_pass_as_they_are() {
+        for (method, path) in [("GET", "/mcp/x"), ("GET", "/sse"), ("POST", "/messages")] {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .body(Body::empty())
+                .unwrap();
+            let (status, _, body) = send(request).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+            assert!(body.is_empty(), "{path}: {body:?}");
+        }
+        let (_, _, body) = send(get_("/mcpx")).await;
+        let envelope: Envelope = serde_json::from_slice(&body).unwrap();
+        assert_eq!(envelope.code, Some(ErrorCode::NotFound));
+    }
+
+    #[tokio::test]
+    async fn a_given_request_id_is_kept_and_a_malformed_one_refused_under_a_fresh_id() {
+        let given = "3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c";
+        let request = Request::get("/status/404")
+            .header(REQUEST_ID_HEADER, given)
+            .body(Body::empty())
+            .unwrap();
+        let (_, headers, body) = send(request).await;
+        assert_eq!(headers[REQUEST_ID_HEADER], given);
+        let envelope: Envelope = serde_json::from_slice(&body).unwrap();
+        assert_eq!(envelope.request_id, given);
+
+        let request = Request::get("/plain")
+            .header(REQUEST_ID_HEADER, "not-a-uuid")
+            .body(Body::empty())
+            .unwrap();
+        let (status, headers, body) = send(request).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let envelope: Envelope = serde_json::from_slice(&body).unwrap();
+        assert_eq!(envelope.code, Some(ErrorCode::InvalidRequest));
+        assert!(
+            envelope
+                .error
+                .as_deref()
+                .unwrap()
+                .starts_with("X-Request-Id: request_id must be a UUID v4"),
+            "{:?}",
+            envelope.error
+        );
+        let fresh = headers[REQUEST_ID_HEADER].to_str().unwrap();
+        assert!(contract::envelope::is_uuid_v4(fresh));
+        assert_eq!(envelope.request_id, fresh);
+    }
+
+    /// A method the route does not take is refused before anything else is read, its
+    /// X-Request-Id included: the envelope under a fresh id, with `Allow`.
+    #[tokio::test]
+    async fn a_refused_method_is_answered_before_the_request_id_is_read() {
+        let request = Request::delete("/tools")
+            .header(REQUEST_ID_HEADER, "not-a-uuid")
+            .body(Body::empty())
+            .unwrap();
+        let (status, headers, body) = send(request).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert!(headers.contains_key(header::ALLOW));
+        let envelope: Envelope = serde_json::from_slice(&body).unwrap();
+        assert_eq!(envelope.code, Some(ErrorCode::MethodNotAllowed));
+        assert_eq!(
+            envelope.error.as_deref(),
+            Some("Method DELETE is not allowed on /tools")
+        );
+        let id = headers[REQUEST_ID_HEADER].to_str().unwrap();
+        assert!(contract::envelope::is_uuid_v4(id));
+        assert_eq!(envelope.request_id, id);
+        assert!(envelope.meta.unwrap().execution_time_ms.is_some());
+    }
+}

@@ -224,6 +224,104 @@ fn rate_limit_headers(decision: &Decision) -> [(HeaderName, HeaderValue); 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::{HeaderMap, StatusCode, header};
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    /// A service allowing ten requests a minute per client (the least allowed), behind all of
+    /// its layers.
+    fn app() -> axum::Router {
+        let config = crate::config::ServiceConfig::parse(
+            "service: { name: unit, port: 9999 }\nsecurity: { rate_limit: 10 }\n",
+            "unit.yaml",
+            std::path::PathBuf::from("."),
+        )
+        .unwrap();
+        let shutdown = crate::shutdown::Shutdown::default();
+        let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
+        service
+            .lifecycle
+            .set(crate::service::lifecycle::Phase::Running);
+        super::super::router(service)
+    }
+
+    fn from(path: &str, peer: [u8; 4]) -> Request {
+        let mut request = Request::get(path).body(Body::empty()).unwrap();
+        let peer = SocketAddr::from((peer, 40000));
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request
+    }
+
+    async fn answer(app: &axum::Router, request: Request) -> (StatusCode, HeaderMap, Value) {
+        let response = app.clone().oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+        (
+            parts.status,
+            parts.headers,
+            serde_json::from_slice(&body).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn each_peer_has_its_allowance_and_is_told_what_is_left() {
+        let app = app();
+        for left in (0..10).rev() {
+            let (status, headers, body) = answer(&app, from("/tools", [127, 0, 0, 1])).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(headers["ratelimit-policy"], "\"per-client\";q=10;w=60");
+            let state = headers["ratelimit"].to_str().unwrap();
+            assert!(
+                state.starts_with(&format!("\"per-client\";r={left};t=")),
+                "{state}"
+            );
+            assert_eq!(body["meta"]["rate_limit_remaining"], left);
+        }
+        let (status, headers, body) = answer(&app, from("/tools", [127, 0, 0, 1])).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(body["code"], "RATE_LIMITED");
+        let retry_after: u64 = headers[header::RETRY_AFTER]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry_after), "{retry_after}");
+        assert_eq!(
+            body["error"],
+            format!(
+                "Rate limit of 10 requests per minute exceeded for client '127.0.0.1'; retry after {retry_after} s"
+            )
+        );
+        assert_eq!(body["meta"]["rate_limit_remaining"], 0);
+        assert!(
+            headers["ratelimit"]
+                .to_str()
+                .unwrap()
+                .starts_with("\"per-client\";r=0;")
+        );
+        // Another peer counts on its own.
+        let (status, _, body) = answer(&app, from("/tools", [127, 0, 0, 2])).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["meta"]["rate_limit_remaining"], 9);
+    }
+
+    /// Monitoring is never counted nor throttled.
+    #[tokio::test]
+    async fn health_is_not_counted() {
+        let app = app();
+        for _ in 0..12 {
+            let response = app
+                .clone()
+                .oneshot(from("/health", [127, 0, 0, 3]))
+                .await
+                .unwrap();
+            assert_ne!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+            assert!(!response.headers().contains_key("ratelimit"));
+        }
+        let (status, _, body) = answer(&app, from("/tools", [127, 0, 0, 3])).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["meta"]["rate_limit_remaining"], 9);
+    }
 
     #[test]
     fn headers_as_the_draft_writes_them() {

@@ -210,10 +210,16 @@ mod tests {
         let invalid = crate::service::CallFailure {
             code: Code::InvalidArguments,
             message: "Arguments do not match".into(),
-            validation_errors: Some(vec![contract::ValidationIssue {
-                path: "/a".into(),
-                message: "\"one\" is not of type \"number\"".into(),
-            }]),
+            validation_errors: Some(vec![
+                contract::ValidationIssue {
+                    path: "/a".into(),
+                    message: "\"one\" is not of type \"number\"".into(),
+                },
+                contract::ValidationIssue {
+                    path: String::new(),
+                    message: "\"b\" is a required property".into(),
+                },
+            ]),
             retry_after: None,
         };
         match error_for(invalid, "rid", false) {
@@ -222,7 +228,7 @@ mod tests {
                 let text = serde_json::to_value(&r.content).unwrap()[0]["text"].clone();
                 assert_eq!(
                     text,
-                    "Arguments do not match\n/a: \"one\" is not of type \"number\""
+                    "Arguments do not match\n/a: \"one\" is not of type \"number\"\n(root): \"b\" is a required property"
                 );
                 let data = r.structured_content.unwrap();
                 assert_eq!(data["code"], "INVALID_ARGUMENTS");
@@ -259,6 +265,16 @@ mod tests {
             Err(e) => {
                 assert_eq!(e.code.0, jsonrpc::INVALID_PARAMS);
                 assert_eq!(e.data.unwrap()["code"], "FORBIDDEN");
+            }
+            other => panic!("{other:?}"),
+        }
+        // What the HTTP layer refuses never reaches tools/call; if it did, it is an internal
+        // error with the code in the data, never a result the model would act on.
+        match error_for(failure(Code::Unauthorized), "rid", false) {
+            Err(e) => {
+                assert_eq!(e.code.0, jsonrpc::INTERNAL_ERROR);
+                assert_eq!(e.message, "m");
+                assert_eq!(e.data.unwrap()["code"], "UNAUTHORIZED");
             }
             other => panic!("{other:?}"),
         }

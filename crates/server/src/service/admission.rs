@@ -334,7 +334,38 @@ mod tests {
         let admission = Admission::new(1);
         let none = CallGates::default();
         let _one = admission.admit(&none, bounds(0, 10)).await.unwrap();
+        // The same limit again keeps the gate: the running call still holds its slot.
+        admission.set_service_limit(1);
+        assert!(admission.admit(&none, bounds(0, 10)).await.is_err());
         admission.set_service_limit(2);
         assert!(admission.admit(&none, bounds(0, 10)).await.is_ok());
+    }
+
+    /// The provider's gate is passed after the tool's: a full provider refuses a call of any
+    /// of its tools, and the refusal says so in the words the 503 answers with.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_provider_refuses_and_says_where() {
+        let admission = Admission::new(10);
+        let gates = CallGates {
+            tool: admission.gate(Scope::Tool, "t", Some(5)),
+            provider: admission.gate(Scope::Provider, "p", Some(1)),
+        };
+        let _running = admission.admit(&gates, bounds(1, 250)).await.unwrap();
+        let refused = admission.admit(&gates, bounds(1, 250)).await.err().unwrap();
+        assert_eq!(refused.scope(), Scope::Provider);
+        assert_eq!(
+            refused.to_string(),
+            "no free slot of the provider within 250 ms (limit 1 at once)"
+        );
+        let full = Refusal::QueueFull { depth: 3 };
+        assert_eq!(full.scope(), Scope::Service);
+        assert_eq!(
+            full.to_string(),
+            "the queue is full (3 calls already wait for a slot)"
+        );
+        assert_eq!(
+            [Scope::Service, Scope::Provider, Scope::Tool].map(Scope::as_str),
+            ["service", "provider", "tool"]
+        );
     }
 }
