@@ -25,13 +25,13 @@ set -euo pipefail
 
 usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 
-in_diff=0 after_tests=0 base=HEAD~1 budget=300 packages=(contract mcp-http-gateway) only=()
+in_diff=0 after_tests=0 base_given=0 base=HEAD~1 budget=300 packages=(contract mcp-http-gateway) only=()
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --in-diff) in_diff=1 ;;
     --after-tests) after_tests=1 ;;
-    --base) base="${2:?--base needs a revision}"; shift ;;
+    --base) base="${2:?--base needs a revision}" base_given=1; shift ;;
     --budget) budget="${2:?--budget needs seconds}"; shift ;;
     --re) only=(--re "${2:?--re needs a regular expression}"); shift ;;
     --package)
@@ -62,8 +62,12 @@ mkdir -p "$out"
 common=(--no-shuffle "${only[@]}")
 deadline=0
 if ((in_diff)); then
-  git rev-parse --verify --quiet "$base^{commit}" >/dev/null ||
-    { echo "mutants: no revision '$base' to diff against" >&2; exit 1; }
+  if ! git rev-parse --verify --quiet "$base^{commit}" >/dev/null; then
+    # A shallow clone or a first commit has no parent: nothing is known to have changed.
+    if ((base_given)); then echo "mutants: no revision '$base' to diff against" >&2; exit 1; fi
+    echo "mutants: not run: no commit before this one to diff against"
+    exit 0
+  fi
   git diff "$base" -- '*.rs' >"$out/change.diff"
   if [ ! -s "$out/change.diff" ]; then
     echo "mutants: no Rust change since $base; no mutant to test"
