@@ -246,7 +246,7 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
             ErrorCode::HeadersTooLarge,
             "Request header fields are too large".to_owned(),
         ),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => (
+        StatusCode::UNAUTHORIZED => (
             ErrorCode::Unauthorized,
             "Missing or invalid API key".to_owned(),
         ),
@@ -270,8 +270,6 @@ fn foreign_error(parts: &Parts, method: &Method, path: &str) -> Option<Reply> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use axum::Router;
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
@@ -279,22 +277,6 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::service::Service;
-
-    fn service() -> Arc<Service> {
-        let config = crate::config::ServiceConfig::parse(
-            "service: { name: unit, port: 9999 }\n",
-            "unit.yaml",
-            std::path::PathBuf::from("."),
-        )
-        .unwrap();
-        let shutdown = crate::shutdown::Shutdown::default();
-        let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
-        service
-            .lifecycle
-            .set(crate::service::lifecycle::Phase::Running);
-        service
-    }
 
     /// Routes that answer a bare status (as a library would, not a [`Reply`]), and a plain
     /// success body, behind every layer of a service.
@@ -313,7 +295,7 @@ mod tests {
             .route("/sse", get(|| async { StatusCode::NOT_FOUND }))
             .route("/messages", post(|| async { StatusCode::NOT_FOUND }))
             .route("/mcpx", get(|| async { StatusCode::NOT_FOUND }));
-        super::super::with_layers(routes, service())
+        super::super::with_layers(routes, super::super::unit_service(""))
     }
 
     async fn send(request: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Bytes) {
@@ -345,7 +327,7 @@ mod tests {
                 false,
             ),
             (401, "UNAUTHORIZED", "Missing or invalid API key", false),
-            (403, "UNAUTHORIZED", "Missing or invalid API key", false),
+            (403, "FORBIDDEN", "Forbidden", false),
             (429, "RATE_LIMITED", "Too many requests", true),
             (503, "SERVICE_UNAVAILABLE", "Service unavailable", true),
             (504, "TIMEOUT", "The request timed out", false),

@@ -231,18 +231,32 @@ mod tests {
     /// A service allowing ten requests a minute per client (the least allowed), behind all of
     /// its layers.
     fn app() -> axum::Router {
-        let config = crate::config::ServiceConfig::parse(
-            "service: { name: unit, port: 9999 }\nsecurity: { rate_limit: 10 }\n",
-            "unit.yaml",
-            std::path::PathBuf::from("."),
-        )
-        .unwrap();
-        let shutdown = crate::shutdown::Shutdown::default();
-        let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
-        service
-            .lifecycle
-            .set(crate::service::lifecycle::Phase::Running);
-        super::super::router(service)
+        super::super::router(service())
+    }
+
+    fn service() -> Arc<Service> {
+        super::super::unit_service("security: { rate_limit: 10 }\n")
+    }
+
+    /// The layer is ready only when what it wraps is: a full concurrency limit inside holds
+    /// requests back rather than letting them pile up in the layer.
+    #[tokio::test]
+    async fn ready_only_when_the_inner_service_is() {
+        use tower::ServiceBuilder;
+        let inner = ServiceBuilder::new()
+            .concurrency_limit(1)
+            .service(tower::service_fn(|_: Request| async {
+                Ok::<_, Infallible>(Response::new(Body::empty()))
+            }));
+        let mut holder = inner.clone();
+        let held = std::future::poll_fn(|cx| holder.poll_ready(cx)).await;
+        assert!(held.is_ok(), "the one slot is taken");
+        let mut limited = RateLimitLayer(service()).layer(inner);
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(limited.poll_ready(&mut cx).is_pending());
+        drop(holder);
+        assert!(matches!(limited.poll_ready(&mut cx), Poll::Ready(Ok(()))));
     }
 
     fn from(path: &str, peer: [u8; 4]) -> Request {

@@ -163,6 +163,24 @@ pub(super) fn error_for(
 mod tests {
     use super::*;
 
+    /// The wire values: JSON-RPC 2.0's own codes and the MCP servers' conventions.
+    #[test]
+    fn json_rpc_codes_are_the_specified_numbers() {
+        use jsonrpc::*;
+        assert_eq!(
+            [
+                INVALID_REQUEST,
+                METHOD_NOT_FOUND,
+                INVALID_PARAMS,
+                INTERNAL_ERROR,
+                SESSION_NOT_FOUND,
+                HEADER_MISMATCH,
+                REQUEST_CANCELLED
+            ],
+            [-32600, -32601, -32602, -32603, -32001, -32020, -32800]
+        );
+    }
+
     #[test]
     fn every_code_has_one_mcp_answer() {
         use McpAnswer::*;
