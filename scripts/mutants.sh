@@ -6,7 +6,7 @@
 # server by its unit tests (--lib; its e2e tests take minutes per run).
 #
 #   scripts/mutants.sh [--package contract|mcp-http-gateway] [--re REGEX]
-#       every mutant (about 25 min for the contract crate, hours for the server), or those
+#       every mutant (about 40 min for the contract crate, hours for the server), or those
 #       whose name (path:line:column: what is replaced) matches REGEX
 #   scripts/mutants.sh --in-diff [--base REV] [--budget SECONDS] [--after-tests]
 #       only the mutants on lines changed since REV (default HEAD~1: the commit being tested,
