@@ -2,8 +2,9 @@
 //!
 //! The pool is made on first use and thrown away on a connection error, so a database that
 //! went down and came back is reached again without restarting the gateway. Every wait is
-//! bounded: a connection within `timeout_ms` (default 1 s), a query within the call's
-//! timeout; result streams are always drained within that bound and dropped otherwise.
+//! bounded: a database that refuses connections fails a call within `timeout_ms` (default
+//! 1 s), a query runs within the call's timeout; result streams are always drained within
+//! that bound and dropped otherwise.
 
 use crate::sync::Unpoisoned;
 use std::sync::Arc;
@@ -185,21 +186,21 @@ impl BoltDependency {
         let graph = self.graph().await?;
         let remaining = timeout.saturating_sub(started.elapsed());
         let run = async {
-            // A connection is taken from the pool inside execute: bound that wait by the
-            // connect timeout, the rest by the call's.
-            let mut stream = tokio::time::timeout(
-                self.connect_timeout.max(Duration::from_millis(1)),
-                graph.execute(query),
-            )
-            .await
-            .map_err(|_| {
-                BoltError::Connection(format!(
-                    "no pooled connection to {} within {} ms",
-                    self.uri,
-                    self.connect_timeout.as_millis()
-                ))
-            })?
-            .map_err(classify)?;
+            // The driver takes a connection from its pool inside `execute` and retries a refused
+            // one with backoff for up to a minute, so that wait cannot be bounded on its own.
+            // Past the connect timeout one plain TCP connect tells the two apart: a database that
+            // stopped accepting connections fails the call now; a live one that is still
+            // answering (a cold first query, a large graph) gets the rest of the call's time.
+            let execute = graph.execute(query);
+            tokio::pin!(execute);
+            let executed = match tokio::time::timeout(self.connect_timeout, &mut execute).await {
+                Ok(executed) => executed,
+                Err(_) => {
+                    self.probe().await?;
+                    execute.await
+                }
+            };
+            let mut stream = executed.map_err(classify)?;
             let mut rows = Vec::new();
             while let Some(row) = stream.next().await.map_err(classify)? {
                 rows.push(

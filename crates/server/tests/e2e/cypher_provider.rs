@@ -311,3 +311,56 @@ async fn code_graph_rag_without_a_database_starts_unavailable() {
         a.body
     );
 }
+
+/// The connect timeout bounds reaching the database, not the query: a query that runs longer
+/// than it on a live database answers (CI once saw code-graph-rag's first query on a cold,
+/// busy ArcadeDB refused as "no pooled connection within 1000 ms"), and the tool's own
+/// timeout still bounds it.
+#[tokio::test]
+async fn a_query_longer_than_the_connect_timeout_answers_and_the_call_timeout_bounds_it() {
+    let db = BoltDb::start();
+    let connect_ms = 100;
+    // About 0.5 s on ArcadeDB here; asserted below, so a faster database cannot pass unseen.
+    let slow = "UNWIND range(1, 3000000) AS x RETURN count(x) AS n";
+    let extra = format!(
+        "dependencies:
+  graphdb: {{ kind: bolt, uri: \"{uri}\", user: root, password_env: SLOW_BOLT_PASSWORD, timeout_ms: {connect_ms} }}
+providers:
+  - name: graph
+    kind: cypher
+    dependency: graphdb
+    limits:
+      tools:
+        - {{ tool: cut_short, timeout_ms: 50 }}
+    tools:
+      - {{ name: count_long, description: a slow count, input_schema: {{ type: object }}, query: \"{slow}\" }}
+      - {{ name: cut_short, description: the same count with a 50 ms timeout, input_schema: {{ type: object }}, query: \"{slow}\" }}
+",
+        uri = db.uri()
+    );
+    let gw = Gateway::start_env(
+        "slow-query",
+        &extra,
+        &[("SLOW_BOLT_PASSWORD", "code-graph-rag")],
+    )
+    .await;
+
+    let a = call(&gw, "count_long", json!({})).await;
+    a.assert_envelope();
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["data"]["rows"][0]["n"], 3_000_000, "{}", a.body);
+    let took = a.body["meta"]["execution_time_ms"].as_u64().unwrap();
+    assert!(
+        took > connect_ms,
+        "the query took {took} ms, within the {connect_ms} ms connect timeout: this test needs a slower one"
+    );
+
+    let a = call(&gw, "cut_short", json!({})).await;
+    a.assert_envelope();
+    assert_eq!(
+        (a.status.as_u16(), a.code()),
+        (504, "TIMEOUT"),
+        "{}",
+        a.body
+    );
+}
