@@ -261,3 +261,119 @@ fn checked_output(tool: &str, entry: &RegisteredTool, data: Value) -> Result<Val
         _ => Err(CallFailure::new(ErrorCode::ExecutionError, message)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    use axum::routing::get;
+    use serde_json::json;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::service::client::ToolScope;
+
+    /// A real HTTP upstream on loopback: `/answer` answers at once, `/held` when `release`
+    /// is notified.
+    async fn upstream(release: Arc<Notify>) -> u16 {
+        let routes = axum::Router::new()
+            .route("/health", get(|| async { "ok" }))
+            .route(
+                "/answer",
+                get(|| async { axum::Json(json!({"answer": 42})) }),
+            )
+            .route(
+                "/held",
+                get(move || async move {
+                    release.notified().await;
+                    axum::Json(json!({"held": true}))
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, routes).await });
+        port
+    }
+
+    /// A started service with one `http` provider in front of [`upstream`].
+    async fn service(port: u16) -> Arc<Service> {
+        let service = crate::http::unit_service(&format!(
+            "dependencies:
+  up: {{ kind: http, base_url: \"http://127.0.0.1:{port}\", health_path: /health }}
+providers:
+  - name: api
+    kind: http
+    dependency: up
+    tools:
+      - {{ name: answer, description: answers, input_schema: {{ type: object }}, path: /answer }}
+      - {{ name: held, description: answers when released, input_schema: {{ type: object }}, path: /held }}
+"
+        ));
+        service.start().await.unwrap();
+        service
+    }
+
+    async fn call(service: &Service, tool: &str, client: &Client) -> Result<Value, CallFailure> {
+        service
+            .call_tool(
+                tool,
+                JsonObject::new(),
+                "req-1",
+                client,
+                &TraceContext::detached(),
+                None,
+            )
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_call_answers_what_the_provider_answered() {
+        let service = service(upstream(Arc::new(Notify::new())).await).await;
+        let data = call(&service, "answer", &Client::unknown()).await.unwrap();
+        assert_eq!(data, json!({"answer": 42}));
+    }
+
+    #[tokio::test]
+    async fn a_key_scoped_to_other_tools_is_refused_and_one_that_allows_the_tool_is_not() {
+        let service = service(upstream(Arc::new(Notify::new())).await).await;
+        let key = |tools: &[&str]| {
+            let scope = ToolScope::of(&crate::config::ApiKeyConfig {
+                name: "k".into(),
+                secret: crate::config::KeySecret::Env("K".into()),
+                tools: Some(tools.iter().map(|t| t.to_string()).collect()),
+                deny_tools: Vec::new(),
+            });
+            Client::of_key("k", scope.map(Arc::new))
+        };
+        let refused = call(&service, "answer", &key(&["held"])).await.unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Forbidden);
+        assert_eq!(
+            refused.message,
+            "Tool 'answer' is outside the scope of API key 'k'"
+        );
+        let data = call(&service, "answer", &key(&["ans*"])).await.unwrap();
+        assert_eq!(data, json!({"answer": 42}));
+    }
+
+    /// `active_calls` (in /health and /metrics) counts a call while it runs, and no longer.
+    #[tokio::test]
+    async fn a_call_counts_as_active_while_it_runs() {
+        let release = Arc::new(Notify::new());
+        let service = service(upstream(release.clone()).await).await;
+        assert_eq!(service.active_calls.load(Ordering::Acquire), 0);
+        let running = tokio::spawn({
+            let service = service.clone();
+            async move { call(&service, "held", &Client::unknown()).await }
+        });
+        let active = testkit::until(Duration::from_secs(10), || {
+            let n = service.active_calls.load(Ordering::Acquire);
+            async move { (n == 1).then_some(()) }
+        })
+        .await;
+        assert!(active.is_some(), "the held call never counted as active");
+        release.notify_one();
+        assert_eq!(running.await.unwrap().unwrap(), json!({"held": true}));
+        assert_eq!(service.active_calls.load(Ordering::Acquire), 0);
+    }
+}
