@@ -5,7 +5,11 @@
 # their own share of the samples (target/perf/profile-<name>.txt; the raw perf.data beside it
 # for `perf report` or a flamegraph).
 #
-#   scripts/perf/profile.sh tools|echo [--duration SECONDS] [--no-build]
+#   scripts/perf/profile.sh tools|echo [--duration SECONDS] [--no-build] [--dwarf]
+#
+# --dwarf records call graphs from DWARF unwinding (the release build keeps no frame pointers,
+# so plain -g stops at the first frame): then `perf report -i target/perf/perf-ROUTE.data
+# --children` shows what each function costs with its callees.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -13,17 +17,19 @@ route="${1:-}"
 shift || true
 duration=10
 build=1
+call_graph=(-g)
 while (($#)); do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
+    --dwarf) call_graph=(--call-graph "dwarf,16384"); shift ;;
     *) echo "profile: unknown option $1" >&2; exit 2 ;;
   esac
 done
 case "$route" in
   tools) path=/tools; body="" ;;
   echo) path=/call-tool; body='{"tool":"echo","arguments":{"message":"hi"}}' ;;
-  -h|--help|"") sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help|"") sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "profile: ROUTE is tools or echo" >&2; exit 2 ;;
 esac
 command -v perf >/dev/null || { echo "profile: needs perf (Debian package linux-perf)" >&2; exit 2; }
@@ -36,7 +42,7 @@ everything_js="$root/.deps/node_modules/@modelcontextprotocol/server-everything/
 config="$work/demo.yaml"
 cat >"$config" <<EOF
 service: { name: demo, port: $(free_port) }
-logging: { level: info, format: json }
+logging: { level: warn, format: json }   # as goals.sh: the access line is not what is profiled
 security: { rate_limit: 100000000 }
 limits: { max_concurrent_calls: 1024, queue_depth: 4096 }
 providers:
@@ -52,7 +58,7 @@ mkdir -p "$out"
 data="$out/perf-$route.data"
 WRK_BODY="$body" wrk -t2 -c100 -d"${duration}s" -s scripts/perf/report.lua "$url$path" >"$work/wrk.txt" &
 wrk_pid=$!
-perf record -F 999 -g -o "$data" -p "$gateway_pid" -- sleep "$((duration - 1))" 2>/dev/null
+perf record -F 999 "${call_graph[@]}" -o "$data" -p "$gateway_pid" -- sleep "$((duration - 1))" 2>/dev/null
 wait "$wrk_pid"
 {
   echo "# perf: $route ($path), wrk 100 connections, ${duration} s; $(tail -1 "$work/wrk.txt")"
