@@ -100,23 +100,8 @@ fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     )
 }
 
-/// A running service named `unit` with `extra` (YAML) added to its configuration and no
-/// provider, for the unit tests of the layers.
 #[cfg(test)]
-pub(crate) fn unit_service(extra: &str) -> Arc<Service> {
-    let config = crate::config::ServiceConfig::parse(
-        &format!("service: {{ name: unit, port: 9999 }}\n{extra}"),
-        "unit.yaml",
-        std::path::PathBuf::from("."),
-    )
-    .unwrap();
-    let shutdown = crate::shutdown::Shutdown::default();
-    let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
-    service
-        .lifecycle
-        .set(crate::service::lifecycle::Phase::Running);
-    service
-}
+pub(crate) use crate::service::unit_service;
 
 #[cfg(test)]
 mod tests {

@@ -298,7 +298,7 @@ mod tests {
 
     /// A started service with one `http` provider in front of [`upstream`].
     async fn service(port: u16) -> Arc<Service> {
-        let service = crate::http::unit_service(&format!(
+        let service = super::super::unit_service(&format!(
             "dependencies:
   up: {{ kind: http, base_url: \"http://127.0.0.1:{port}\", health_path: /health }}
 providers:

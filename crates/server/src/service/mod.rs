@@ -503,3 +503,20 @@ fn build_providers(
         })
         .collect()
 }
+
+/// A running service named `unit` with `extra` (YAML) added to its configuration, for the unit
+/// tests of the layers and of a call; nothing is started (call [`Service::start`] for its
+/// providers).
+#[cfg(test)]
+pub(crate) fn unit_service(extra: &str) -> Arc<Service> {
+    let config = crate::config::ServiceConfig::parse(
+        &format!("service: {{ name: unit, port: 9999 }}\n{extra}"),
+        "unit.yaml",
+        std::path::PathBuf::from("."),
+    )
+    .unwrap();
+    let shutdown = crate::shutdown::Shutdown::default();
+    let service = Service::new(config, shutdown.child(), shutdown.child()).unwrap();
+    service.lifecycle.set(lifecycle::Phase::Running);
+    service
+}
