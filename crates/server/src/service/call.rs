@@ -296,8 +296,9 @@ mod tests {
         port
     }
 
-    /// A started service with one `http` provider in front of [`upstream`].
-    async fn service(port: u16) -> Arc<Service> {
+    /// A started service with one `http` provider in front of [`upstream`]; `provider` is
+    /// more of the provider's YAML (4 spaces in).
+    async fn service_with(port: u16, provider: &str) -> Arc<Service> {
         let service = super::super::unit_service(&format!(
             "dependencies:
   up: {{ kind: http, base_url: \"http://127.0.0.1:{port}\", health_path: /health }}
@@ -305,13 +306,24 @@ providers:
   - name: api
     kind: http
     dependency: up
+{provider}    limits:
+      tools:
+        - {{ tool: stuck, timeout_ms: 200 }}
+        - {{ tool: once, rate_limit: 1 }}
     tools:
       - {{ name: answer, description: answers, input_schema: {{ type: object }}, path: /answer }}
       - {{ name: held, description: answers when released, input_schema: {{ type: object }}, path: /held }}
+      - {{ name: stuck, description: never answers within its 200 ms, input_schema: {{ type: object }}, path: /held }}
+      - {{ name: once, description: answers once a minute, input_schema: {{ type: object }}, path: /answer }}
+      - {{ name: misshapen, description: answers what its output schema refuses, input_schema: {{ type: object }}, output_schema: {{ type: object, required: [missing] }}, path: /answer }}
 "
         ));
         service.start().await.unwrap();
         service
+    }
+
+    async fn service(port: u16) -> Arc<Service> {
+        service_with(port, "").await
     }
 
     async fn call(service: &Service, tool: &str, client: &Client) -> Result<Value, CallFailure> {
@@ -375,5 +387,102 @@ providers:
         release.notify_one();
         assert_eq!(running.await.unwrap().unwrap(), json!({"held": true}));
         assert_eq!(service.active_calls.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn a_tool_past_its_own_rate_limit_is_refused_with_when_to_retry() {
+        let service = service(upstream(Arc::new(Notify::new())).await).await;
+        assert_eq!(
+            call(&service, "once", &Client::unknown()).await.unwrap(),
+            json!({"answer": 42})
+        );
+        let refused = call(&service, "once", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RateLimited, "{}", refused.message);
+        assert!(
+            refused
+                .message
+                .starts_with("Rate limit of 1 calls of tool 'once' per minute exceeded"),
+            "{}",
+            refused.message
+        );
+        assert!(refused.retry_after.is_some_and(|s| s > 0), "{refused:?}");
+        // Another tool is not counted with it.
+        assert!(call(&service, "answer", &Client::unknown()).await.is_ok());
+    }
+
+    /// The tool's own timeout ends a call whose upstream never answers; the outer bound is a
+    /// second beyond it, for a provider that does not enforce it.
+    #[tokio::test]
+    async fn a_call_past_its_tool_timeout_is_a_timeout() {
+        let service = service(upstream(Arc::new(Notify::new())).await).await;
+        let failed = call(&service, "stuck", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(failed.code, ErrorCode::Timeout, "{}", failed.message);
+        assert_eq!(service.active_calls.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn an_answer_outside_the_output_schema_fails_when_strict_and_passes_when_warn() {
+        let port = upstream(Arc::new(Notify::new())).await;
+        let strict = service(port).await;
+        let failed = call(&strict, "misshapen", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(failed.code, ErrorCode::ExecutionError);
+        assert!(
+            failed.message.starts_with(
+                "Tool 'misshapen' answered a result that does not match its output schema: at ''"
+            ),
+            "{}",
+            failed.message
+        );
+        let warn = service_with(port, "    validate_output: warn\n").await;
+        assert_eq!(
+            call(&warn, "misshapen", &Client::unknown()).await.unwrap(),
+            json!({"answer": 42})
+        );
+    }
+
+    /// Each call's way through is logged at debug level under the `invocation` target, with
+    /// its request id (docs/operations.md reads a call's flow from these lines).
+    #[tokio::test]
+    async fn a_call_logs_its_way_through() {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let service = service(upstream(Arc::new(Notify::new())).await).await;
+        let _logging = tracing::subscriber::set_default(subscriber);
+        call(&service, "answer", &Client::unknown()).await.unwrap();
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let states: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("invocation") && l.contains("req-1"))
+            .filter_map(|l| l.split("state=").nth(1))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .map(|state| state.trim_matches('"'))
+            .collect();
+        assert_eq!(
+            states,
+            ["created", "validating", "routing", "executing", "completed"],
+            "{text}"
+        );
     }
 }

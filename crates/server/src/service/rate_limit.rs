@@ -158,6 +158,8 @@ mod tests {
             let d = limiter.take_at("a", 60, start);
             assert!(d.allowed, "request {i}");
             assert_eq!(d.remaining, 59 - i);
+            // The whole allowance is back when the tokens taken are: one a second.
+            assert_eq!(d.reset_seconds, i + 1, "request {i}");
         }
         let refused = limiter.take_at("a", 60, start);
         assert!(!refused.allowed);
@@ -187,6 +189,10 @@ mod tests {
         // 10 per minute: one every 6 s.
         let refused = limiter.take_at("a", 10, start);
         assert_eq!(refused.retry_after, 6);
+        // 2.5 s on, 2.5 / 6 of a token is back: the next whole one in 3.5 s, said as 4.
+        let refused = limiter.take_at("a", 10, start + Duration::from_millis(2_500));
+        assert!(!refused.allowed);
+        assert_eq!(refused.retry_after, 4);
         assert!(
             !limiter
                 .take_at("a", 10, start + Duration::from_millis(5_900))
@@ -228,5 +234,41 @@ mod tests {
         }
         limiter.take_at("late", 60, start + Duration::from_secs(61));
         assert_eq!(limiter.len(), 1);
+    }
+
+    /// Pruning keeps every bucket still short of full, drops those full again (to the exact
+    /// token: a minute's allowance of 120 refills two a second), and starts only past
+    /// PRUNE_ABOVE buckets.
+    #[test]
+    fn pruning_drops_exactly_the_full_buckets_and_only_past_its_threshold() {
+        let limiter = LocalLimiter::default();
+        let start = Instant::now();
+        for i in 0..PRUNE_ABOVE {
+            limiter.take_at(&format!("c{i}"), 120, start);
+        }
+        // PRUNE_ABOVE buckets is not yet past it: nothing is pruned, however idle.
+        limiter.take_at("late", 120, start + Duration::from_secs(61));
+        assert_eq!(limiter.len(), PRUNE_ABOVE + 1);
+
+        let limiter = LocalLimiter::default();
+        for i in 0..PRUNE_ABOVE {
+            limiter.take_at(&format!("c{i}"), 120, start);
+        }
+        limiter.take_at("recent", 120, start + Duration::from_millis(250));
+        // Half a second on, each c* has 119 + 0.5 × 2 = 120 tokens (full: dropped); "recent"
+        // has 119 + 0.25 × 2 (kept).
+        let half = start + Duration::from_millis(500);
+        limiter.take_at("late", 120, half);
+        assert_eq!(limiter.len(), 2);
+        let recent = limiter.take_at("recent", 120, half);
+        assert_eq!(recent.remaining, 118, "its bucket was kept: {recent:?}");
+    }
+
+    #[test]
+    fn a_limit_kept_here_decides_at_once() {
+        let limiter = RateLimiter::local();
+        let decision = limiter.take_now("a", 10).expect("decided without Redis");
+        assert!(decision.allowed);
+        assert_eq!((decision.limit, decision.remaining), (10, 9));
     }
 }
