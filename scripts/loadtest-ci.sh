@@ -146,6 +146,14 @@ append() {
     sed 's/^## \(Load\|Overload\) test of .* — /## '"$1"' — /' "$2/summary.md" >>"$summary"
   fi
 }
+# load_run DIR: one load run of service $name at $url, its report in DIR; its exit code in rc.
+load_run() {
+  rc=0
+  "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$1" \
+    --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
+    ${call_args[@]+"${call_args[@]}"} \
+    ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
+}
 for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   if ((${#only[@]})) && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
   url="http://127.0.0.1:${port_by_service[$name]}"
@@ -165,14 +173,6 @@ for name in $(printf '%s\n' "${!port_by_service[@]}" | sort); do
   fi
   call_args=()
   [ -z "${call_of[$name]:-}" ] || read -ra call_args <<<"${call_of[$name]}"
-  # load_run DIR: one load run of this service, its report in DIR; its exit code in rc.
-  load_run() {
-    rc=0
-    "$loadtest" --url "$url" --users "$users" --run-time "$run_time" --report "$1" \
-      --budget-p95-ms "${budget[$name]:-${budget[default]}}" --latency-floor-ms "$floor_ms" \
-      ${call_args[@]+"${call_args[@]}"} \
-      ${extra[@]+"${extra[@]}"} >/dev/null || rc=$?
-  }
   load_run "$out/$name"
   append "$name" "$out/$name"
   if ((rc == 1)); then

@@ -110,14 +110,6 @@ mod tests {
     use axum::http::{Request, StatusCode};
     use tower::ServiceExt;
 
-    fn service() -> Arc<Service> {
-        service_with("")
-    }
-
-    fn service_with(extra: &str) -> Arc<Service> {
-        unit_service(extra)
-    }
-
     /// A panic cannot be provoked from outside on purpose, so this route exists only here.
     #[tokio::test]
     async fn a_panic_is_an_internal_error_envelope() {
@@ -129,7 +121,7 @@ mod tests {
                 ()
             }),
         );
-        let response = with_layers(routes, service())
+        let response = with_layers(routes, unit_service(""))
             .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -151,7 +143,7 @@ mod tests {
     #[tokio::test]
     async fn metrics_pass_the_lifecycle_gate_and_the_rate_limit() {
         let service =
-            service_with("monitoring: { metrics_enabled: true }\nsecurity: { rate_limit: 10 }\n");
+            unit_service("monitoring: { metrics_enabled: true }\nsecurity: { rate_limit: 10 }\n");
         service
             .lifecycle
             .set(crate::service::lifecycle::Phase::Initializing);
