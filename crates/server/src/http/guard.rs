@@ -131,6 +131,35 @@ mod tests {
         assert_eq!(answer.status(), StatusCode::OK);
     }
 
+    /// An inner service that is never ready: a layer inside (a concurrency limit, say) that
+    /// has no room.
+    #[derive(Clone)]
+    struct NeverReady;
+
+    impl TowerService<Request> for NeverReady {
+        type Response = Response;
+        type Error = Infallible;
+        type Future = Ready<Result<Response, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Pending
+        }
+
+        fn call(&mut self, _: Request) -> Self::Future {
+            ready(Ok(StatusCode::OK.into_response()))
+        }
+    }
+
+    #[test]
+    fn the_guard_is_ready_only_when_the_layers_inside_are() {
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut waiting = GuardLayer::new(service(), mark).layer(NeverReady);
+        assert!(waiting.poll_ready(&mut cx).is_pending());
+        let mut ready = GuardLayer::new(service(), mark).layer(inner());
+        assert!(matches!(ready.poll_ready(&mut cx), Poll::Ready(Ok(()))));
+    }
+
     #[tokio::test]
     async fn what_a_check_adds_to_the_request_reaches_the_layers_inside() {
         let guarded = GuardLayer::new(service(), mark).layer(inner());

@@ -91,8 +91,89 @@ fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::presented_key;
-    use axum::http::{HeaderMap, HeaderValue};
+    use super::*;
+    use crate::service::client::Client;
+    use crate::service::unit_service;
+    use axum::body::Body;
+    use axum::http::{HeaderMap, HeaderValue, StatusCode};
+
+    /// `printf %s test | sha256sum`: the key "test".
+    const KEYS: &str = "security:\n  api_keys:\n    - { name: ci, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 }\n  public_routes: [/health, '/docs*']\n";
+
+    fn get(path: &str, key: Option<&str>) -> Request {
+        let mut request = Request::get(path);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        request.body(Body::empty()).unwrap()
+    }
+
+    /// The status, Retry-After seconds and message of a check's answer (the envelope layer
+    /// draws the body from the Reply it carries).
+    fn refusal(answer: Option<Response>) -> (StatusCode, Option<u64>, String) {
+        let answer = answer.expect("the check answers");
+        let reply = answer.extensions().get::<Reply>().expect("a Reply");
+        assert_eq!(answer.status(), reply.status());
+        let (_, error) = reply.outcome.clone().expect_err("an error");
+        (reply.status(), reply.retry_after, error)
+    }
+
+    #[tokio::test]
+    async fn with_keys_a_private_route_needs_one_and_a_public_route_does_not() {
+        let service = unit_service(KEYS);
+        let (status, _, error) = refusal(api_key(&service, &mut get("/tools", None)));
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(error.starts_with("Missing or invalid API key"), "{error}");
+        let wrong = api_key(&service, &mut get("/tools", Some("nope")));
+        assert_eq!(wrong.map(|a| a.status()), Some(StatusCode::UNAUTHORIZED));
+
+        let mut accepted = get("/tools", Some("test"));
+        assert!(api_key(&service, &mut accepted).is_none());
+        let client = accepted
+            .extensions()
+            .get::<Client>()
+            .expect("the key's client goes on");
+        assert_eq!(client.as_str(), "ci");
+
+        for public in ["/health", "/docs", "/docs/index.html"] {
+            let mut request = get(public, None);
+            assert!(api_key(&service, &mut request).is_none(), "{public}");
+            assert!(request.extensions().get::<Client>().is_none());
+        }
+        // A key sent to a public route is honoured, a wrong one there ignored.
+        let mut keyed = get("/health", Some("test"));
+        assert!(api_key(&service, &mut keyed).is_none());
+        assert!(keyed.extensions().get::<Client>().is_some());
+        assert!(api_key(&service, &mut get("/health", Some("nope"))).is_none());
+    }
+
+    #[tokio::test]
+    async fn without_keys_every_route_is_open() {
+        let service = unit_service("");
+        assert!(api_key(&service, &mut get("/tools", None)).is_none());
+    }
+
+    #[tokio::test]
+    async fn the_lifecycle_gate_says_which_phase_and_when_to_retry_but_lets_monitoring_through() {
+        let service = unit_service("");
+        assert!(lifecycle_gate(&service, &mut get("/tools", None)).is_none());
+
+        service.lifecycle.set(Phase::Initializing);
+        let (status, retry, error) = refusal(lifecycle_gate(&service, &mut get("/tools", None)));
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry, Some(1));
+        assert_eq!(error, "Service is initializing");
+        for monitoring in [HEALTH, METRICS] {
+            assert!(lifecycle_gate(&service, &mut get(monitoring, None)).is_none());
+        }
+
+        service.lifecycle.set(Phase::ShuttingDown);
+        let (status, retry, error) = refusal(lifecycle_gate(&service, &mut get("/tools", None)));
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry, Some(5));
+        assert_eq!(error, "Service is shutting down");
+        assert!(lifecycle_gate(&service, &mut get(HEALTH, None)).is_none());
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs

@@ -142,6 +142,33 @@ mod tests {
         judge(settings, &method, &path.parse().unwrap(), &map)
     }
 
+    /// The check answers a refused Host itself, with the envelope of 403 FORBIDDEN and the
+    /// request id it was given; an allowed Host goes on untouched.
+    #[tokio::test]
+    async fn the_check_answers_a_refusal_with_the_forbidden_envelope() {
+        let service = crate::service::unit_service("");
+        let request = |host: &str| {
+            Request::get("/tools")
+                .header("host", host)
+                .header("x-request-id", "req-hosts")
+                .body(axum::body::Body::empty())
+                .unwrap()
+        };
+        assert!(check(&service, &mut request("localhost:9999")).is_none());
+        let answer = check(&service, &mut request("evil.example")).expect("refused");
+        assert_eq!(answer.status(), axum::http::StatusCode::FORBIDDEN);
+        let body = axum::body::to_bytes(answer.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["code"], "FORBIDDEN");
+        assert_eq!(body["success"], false);
+        assert_eq!(
+            body["error"],
+            "Host 'evil.example' is not allowed (security.allowed_hosts)"
+        );
+    }
+
     #[test]
     fn loopback_hosts_pass_and_foreign_ones_are_refused_on_every_route() {
         let s = settings("");
