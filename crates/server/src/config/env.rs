@@ -61,4 +61,34 @@ mod tests {
         );
         assert_eq!(expand_env("plain").unwrap(), "plain");
     }
+
+    /// As the shell's `${VAR:-default}`: a variable set but empty takes the default; without a
+    /// default it expands to nothing, and a set value wins over a default.
+    #[test]
+    fn an_empty_variable_takes_the_default_and_a_set_one_wins() {
+        // SAFETY: variables no other test reads.
+        unsafe {
+            std::env::set_var("MHG_TEST_EMPTY", "");
+            std::env::set_var("MHG_TEST_SET", "set");
+        }
+        assert_eq!(expand_env("${MHG_TEST_EMPTY:-d}").unwrap(), "d");
+        assert_eq!(expand_env("<${MHG_TEST_EMPTY}>").unwrap(), "<>");
+        assert_eq!(expand_env("${MHG_TEST_SET:-d}").unwrap(), "set");
+    }
+
+    #[test]
+    fn text_around_and_between_expansions_is_kept() {
+        // SAFETY: a variable no other test reads.
+        unsafe { std::env::set_var("MHG_TEST_AROUND", "x") };
+        assert_eq!(
+            expand_env("http://h:${MHG_TEST_AROUND}/p/${MHG_TEST_UNSET_Y:-q}?").unwrap(),
+            "http://h:x/p/q?"
+        );
+        assert_eq!(
+            expand_env("abc${MHG_TEST_AROUND").unwrap_err(),
+            EnvError::Unclosed {
+                value: "abc${MHG_TEST_AROUND".into()
+            }
+        );
+    }
 }

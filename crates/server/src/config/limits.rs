@@ -307,24 +307,26 @@ impl ProviderLimits {
 /// one character; anything else matches itself.
 pub fn wildcard_match(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    // Greedy with one backtrack point: the last `*` seen and where it started matching.
+    // Greedy with one backtrack point: the pattern just past the last `*` seen, and where in
+    // the name what follows that `*` is being tried.
     let (mut pi, mut ni) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ni < n.len() {
         match p.get(pi) {
             Some('*') => {
-                star = Some((pi, ni));
                 pi += 1;
+                star = Some((pi, ni));
             }
             Some(&c) if c == '?' || c == n[ni] => {
                 pi += 1;
                 ni += 1;
             }
             _ => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
+                // The `*` takes one more character, and what follows it is tried from there.
+                Some((after_star, tried_from)) => {
+                    let tried_from = tried_from + 1;
+                    star = Some((after_star, tried_from));
+                    (pi, ni) = (after_star, tried_from);
                 }
                 None => return false,
             },
@@ -364,6 +366,34 @@ mod tests {
         ] {
             assert!(!wildcard_match(pattern, name), "{pattern} !~ {name}");
         }
+    }
+
+    /// The defaults docs/configuration.md gives, whether the section is absent or empty.
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let documented = LimitsSection {
+            max_body_bytes: 1_048_576,
+            max_json_depth: 64,
+            max_string_bytes: 262_144,
+            max_json_members: 10_000,
+            max_header_bytes: 32_768,
+            max_headers: 100,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            call_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(5),
+            max_concurrent_calls: 64,
+            queue_depth: 256,
+            queue_timeout: Duration::from_secs(10),
+        };
+        assert_eq!(LimitsSection::default(), documented);
+        let empty: LimitsSection = serde_saphyr::from_str("{}").unwrap();
+        assert_eq!(empty, documented);
+        let json = documented.json();
+        assert_eq!(
+            (json.max_depth, json.max_string_bytes, json.max_members),
+            (64, 262_144, 10_000)
+        );
     }
 
     fn limits(yaml: &str) -> ProviderLimits {

@@ -322,15 +322,14 @@ pub(super) fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
     let mut lines = rendered.lines();
     let first = lines.next().unwrap_or_default();
     // The first line reads "error: line L column C: message"; keep only the message.
-    let message =
-        first
-            .split_once(": ")
-            .map(|(_, rest)| rest)
-            .map(|rest| match rest.split_once(": ") {
-                Some((position, msg)) if position.starts_with("line ") => msg,
-                _ => rest,
-            });
-    let message = message.unwrap_or(first).to_owned();
+    let message = first
+        .split_once(": ")
+        .map_or(first, |(_, rest)| {
+            rest.strip_prefix("line ")
+                .and_then(|position| position.split_once(": "))
+                .map_or(rest, |(_, message)| message)
+        })
+        .to_owned();
     let snippet: String = lines
         .map(|l| format!("\n{}", l.replace("<input>", shown)))
         .collect::<String>();
@@ -562,6 +561,51 @@ mod tests {
         let e =
             parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n").unwrap_err();
         assert!(e.starts_with("t.yaml:3:3: unknown field `max_body`"), "{e}");
+    }
+
+    /// Only `key-` and digits is the older form's name; it is refused only while that form is
+    /// on.
+    #[test]
+    fn a_key_may_not_take_an_older_form_name_only_while_that_form_is_on() {
+        let with = |enabled: bool, name: &str| {
+            parse(&format!(
+                "service: {{ name: docs, port: 8000 }}\nsecurity:\n  api_keys_enabled: {enabled}\n  api_keys:\n    - {{ name: '{name}', value_env: B }}\n"
+            ))
+        };
+        for name in ["key-1", "key-23"] {
+            assert!(with(true, name).is_err(), "{name}");
+            assert!(with(false, name).is_ok(), "{name} with the older form off");
+        }
+        for name in ["key-", "key-abc", "key-2b", "ci"] {
+            assert!(with(true, name).is_ok(), "{name}");
+        }
+    }
+
+    /// An entry whose `when` does not hold is left out, and why is kept for /health.
+    #[test]
+    fn entries_whose_when_does_not_hold_are_left_out_with_the_reason() {
+        let c = parse(
+            "service: { name: docs, port: 8000 }\nproviders:\n  - { name: always, kind: mcp, command: x }\n  - { name: given, kind: mcp, command: x, when: { env_set: MHG_UNIT_NEVER_SET } }\n  - { name: otherwise, kind: mcp, command: x, when: { env_unset: MHG_UNIT_NEVER_SET } }\n",
+        )
+        .unwrap();
+        let served: Vec<&str> = c
+            .providers
+            .iter()
+            .map(|p| p.value.name().as_str())
+            .collect();
+        assert_eq!(served, ["always", "otherwise"]);
+        let choices: Vec<(&str, &str, bool, &str)> = c
+            .choices
+            .iter()
+            .map(|c| (c.name.as_str(), c.kind, c.serving, c.reason.as_str()))
+            .collect();
+        assert_eq!(
+            choices,
+            [
+                ("given", "mcp", false, "MHG_UNIT_NEVER_SET is not set"),
+                ("otherwise", "mcp", true, "MHG_UNIT_NEVER_SET is not set"),
+            ]
+        );
     }
 
     #[test]
@@ -797,6 +841,113 @@ mod tests {
         let configs = load_dir(dir.path()).unwrap();
         assert_eq!(configs.len(), 1);
         assert_eq!(configs[0].service.name.as_str(), "docs");
+    }
+
+    /// A folder's services are its `*.yaml` and `*.yml` files, not `services.yaml` (the
+    /// registry) and not files of other kinds.
+    #[test]
+    fn a_folder_loads_its_yaml_files_but_the_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("b-docs.yaml", "service: { name: docs, port: 8000 }\n");
+        write("a-other.yml", "service: { name: other, port: 8001 }\n");
+        write("services.yaml", "services: [docs, other]\n");
+        write("README.md", "# not a service\n");
+        write("docs.yaml.bak", "service: { name: stale, port: 8002 }\n");
+        let names: Vec<String> = load_dir(dir.path())
+            .unwrap()
+            .iter()
+            .map(|c| c.service.name.as_str().to_owned())
+            .collect();
+        assert_eq!(names, ["other", "docs"], "sorted by file name");
+
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::write(empty.path().join("services.yaml"), "services: []\n").unwrap();
+        let e = load_dir(empty.path()).unwrap_err().to_string();
+        assert!(e.contains("no service *.yaml file in this folder"), "{e}");
+    }
+
+    #[test]
+    fn an_http_tool_has_a_known_method_and_a_json_pointer_result() {
+        let tool = |fields: &str| {
+            parse(&format!(
+                "service: {{ name: docs, port: 8000 }}\ndependencies:\n  api: {{ kind: http, base_url: \"http://127.0.0.1:1\" }}\nproviders:\n  - name: web\n    kind: http\n    dependency: api\n    tools:\n      - {{ name: t, description: d, input_schema: {{ type: object }}, path: /x, {fields} }}\n"
+            ))
+        };
+        for fine in [
+            "method: get",
+            "method: DELETE",
+            "result: ''",
+            "result: /choices/0",
+        ] {
+            assert!(tool(fine).is_ok(), "{fine}: {:?}", tool(fine));
+        }
+        let e = tool("method: TRACE").unwrap_err();
+        assert!(
+            e.contains("method 'TRACE' is not one of GET, POST, PUT, PATCH, DELETE"),
+            "{e}"
+        );
+        let e = tool("result: choices").unwrap_err();
+        assert!(e.contains("result 'choices' is not a JSON pointer"), "{e}");
+    }
+
+    #[test]
+    fn a_usage_tool_must_be_a_tool_name() {
+        let usage = |name: &str| {
+            parse(&format!(
+                "service: {{ name: docs, port: 8000 }}\ndependencies:\n  api: {{ kind: http, base_url: \"http://127.0.0.1:1\" }}\nproviders:\n  - {{ name: web, kind: http, dependency: api, usage_tool: '{name}', tools: [] }}\n"
+            ))
+        };
+        assert!(usage("get_usage").is_ok(), "{:?}", usage("get_usage"));
+        let e = usage("get usage").unwrap_err();
+        assert!(
+            e.contains("usage_tool 'get usage' is not a tool name"),
+            "{e}"
+        );
+    }
+
+    /// The providers file is recognised however the service names it.
+    #[test]
+    fn a_folder_skips_its_providers_file_named_by_another_path() {
+        let (dir, _) = with_providers_file("providers_file: sub/../providers.yaml\n", SEED);
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let configs = load_dir(dir.path()).unwrap();
+        let names: Vec<&str> = configs.iter().map(|c| c.service.name.as_str()).collect();
+        assert_eq!(names, ["docs"]);
+    }
+
+    #[test]
+    fn services_of_one_process_differ_in_name_and_address() {
+        let service = |name: &str, host: &str, port: u16, file: &str| {
+            ServiceConfig::parse(
+                &format!("service: {{ name: {name}, host: '{host}', port: {port} }}\n"),
+                file,
+                PathBuf::from("."),
+            )
+            .unwrap()
+        };
+        let docs = service("docs", "127.0.0.1", 8000, "docs.yaml");
+        let fine = [
+            service("other", "127.0.0.1", 8001, "other.yaml"),
+            service("other", "127.0.0.2", 8000, "other.yaml"),
+        ];
+        for other in fine {
+            assert!(check_distinct(&[docs.clone(), other]).is_ok());
+        }
+        let e = check_distinct(&[
+            docs.clone(),
+            service("docs", "127.0.0.1", 8001, "again.yaml"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("service name 'docs' is also used by docs.yaml"),
+            "{e}"
+        );
+        let e = check_distinct(&[docs.clone(), service("other", "127.0.0.1", 8000, "o.yaml")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("port 8000 is also used by docs.yaml"), "{e}");
     }
 
     #[test]
