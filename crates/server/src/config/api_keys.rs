@@ -168,6 +168,7 @@ mod tests {
     fn entries_that_cannot_work_are_refused() {
         for (yaml, says) in [
             ("{ name: ci }", "needs value_env"),
+            ("{ name: ci, value_env: '  ' }", "needs value_env"),
             ("{ name: ci, value_env: A, sha256: ab }", "not both"),
             ("{ name: ci, sha256: abc }", "64 hex digits"),
             (

@@ -124,6 +124,18 @@ mod tests {
         serde_saphyr::from_str(yaml).map_err(|e| e.to_string())
     }
 
+    /// The words /health and the metrics show are the ones the config is written with.
+    #[test]
+    fn a_choice_is_named_as_in_the_config() {
+        for choice in [OnRedisError::Open, OnRedisError::Closed] {
+            assert_eq!(
+                serde_json::to_value(choice).unwrap(),
+                serde_json::Value::from(choice.as_str())
+            );
+        }
+        assert_eq!(OnRedisError::Closed.as_str(), "closed");
+    }
+
     #[test]
     fn defaults_fail_open_with_a_short_timeout() {
         let c = parse("redis_url: redis://127.0.0.1:6379/0\n").unwrap();
@@ -159,6 +171,10 @@ mod tests {
         assert_eq!(redact("redis://:s3cret@h:6379/0"), "redis://***@h:6379/0");
         assert_eq!(redact("redis://u:s3cret@h/1"), "redis://***@h/1");
         assert_eq!(redact("redis://h:6379/0"), "redis://h:6379/0");
+        // Not a URL: shown only when it can hold no credentials.
+        assert_eq!(redact("${REDIS_URL}"), "${REDIS_URL}");
+        assert!(url::Url::parse("redis://u:s3cret@h:port/0").is_err());
+        assert_eq!(redact("redis://u:s3cret@h:port/0"), "redis://…");
         let refused = check_redis_url("http://u:s3cret@h").unwrap_err();
         assert!(!refused.contains("s3cret"), "{refused}");
     }

@@ -307,3 +307,110 @@ pub fn build(
         )?)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A provider that implements only what it must: every other method is the trait's default.
+    struct Bare;
+
+    impl Provider for Bare {
+        fn name(&self) -> &str {
+            "bare"
+        }
+        fn start(&self) -> BoxFuture<'_, ()> {
+            futures::future::ready(()).boxed()
+        }
+        fn tools(&self) -> Vec<ToolSchema> {
+            Vec::new()
+        }
+        fn call<'a>(
+            &'a self,
+            _: &'a str,
+            _: JsonObject,
+            _: &'a CallContext,
+        ) -> BoxFuture<'a, Result<Value, ToolError>> {
+            futures::future::ready(Ok(Value::Null)).boxed()
+        }
+        fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+            futures::future::ready(Vec::new()).boxed()
+        }
+    }
+
+    /// What a kind gets without saying: strict output checks, its dependency listed under its
+    /// own name, every tool needing it, no resources or prompts, nothing of MCP or pools.
+    #[tokio::test]
+    async fn the_defaults_a_provider_kind_gets_without_saying() {
+        let bare = Bare;
+        assert_eq!(bare.validate_output(), OutputValidation::Strict);
+        assert_eq!(OutputValidation::default(), OutputValidation::Strict);
+        assert_eq!(bare.dependency_name(), "bare");
+        assert!(bare.needs_dependency("any"));
+        assert!(bare.list_resources().await.unwrap().is_empty());
+        assert!(bare.list_resource_templates().await.unwrap().is_empty());
+        assert!(bare.list_prompts().await.unwrap().is_empty());
+        let cx = CallContext {
+            request_id: "r".into(),
+            trace: TraceContext::detached(),
+            timeout: Duration::from_secs(1),
+            progress: None,
+        };
+        assert!(matches!(
+            bare.read_resource("file:///x", &cx).await,
+            Err(ToolError::NotFound(uri)) if uri == "file:///x"
+        ));
+        assert!(matches!(
+            bare.get_prompt("p", JsonObject::new(), &cx).await,
+            Err(ToolError::NotFound(name)) if name == "p"
+        ));
+        assert!(bare.mcp_peer().is_none() && bare.mcp_upstream().is_none());
+        assert!(bare.connection().is_none() && bare.connection_state().is_none());
+        assert!(bare.events_received().is_empty() && !bare.emits_events());
+        assert!(bare.missing_tools_reason().is_none());
+        assert!(bare.instances().is_empty() && bare.index_report().is_none());
+        bare.shutdown().await;
+    }
+
+    #[test]
+    fn tool_errors_answer_their_codes() {
+        for (error, code) in [
+            (ToolError::Execution("x".into()), ErrorCode::ExecutionError),
+            (
+                ToolError::Unavailable("x".into()),
+                ErrorCode::ExecutionError,
+            ),
+            (
+                ToolError::Timeout {
+                    tool: "t".into(),
+                    ms: 5,
+                },
+                ErrorCode::Timeout,
+            ),
+            (ToolError::NotFound("t".into()), ErrorCode::ToolNotFound),
+            (
+                ToolError::InvalidArguments("x".into()),
+                ErrorCode::InvalidArguments,
+            ),
+        ] {
+            assert_eq!(error.code(), code, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn a_setup_hint_follows_the_error() {
+        assert_eq!(with_hint("down", Some("start it")), "down — start it");
+        assert_eq!(with_hint("down", None), "down");
+        let status = DependencyStatus {
+            status: contract::DependencyState::Unavailable,
+            response_time_ms: None,
+            error: Some("refused".into()),
+            last_ok: None,
+            checked_at: None,
+        };
+        assert_eq!(
+            with_setup_hint(status, Some("run x")).error.as_deref(),
+            Some("refused — run x")
+        );
+    }
+}
