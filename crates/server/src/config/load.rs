@@ -916,6 +916,21 @@ mod tests {
         assert_eq!(names, ["docs"]);
     }
 
+    /// A providers file that is missing is reported by the service naming it (not taken for
+    /// every file of the folder).
+    #[test]
+    fn a_missing_providers_file_is_reported_by_its_service() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("svc.yaml"),
+            "service: { name: docs, port: 8000 }\nproviders_file: gone.yaml\n",
+        )
+        .unwrap();
+        let e = load_dir(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("gone.yaml"), "{e}");
+        assert!(!e.contains("no service *.yaml file"), "{e}");
+    }
+
     #[test]
     fn services_of_one_process_differ_in_name_and_address() {
         let service = |name: &str, host: &str, port: u16, file: &str| {
