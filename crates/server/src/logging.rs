@@ -27,3 +27,40 @@ pub fn init(format: LogFormat, level: &str) {
         LogFormat::Pretty => builder.init(),
     }
 }
+
+/// What a test logs, as text: lines at DEBUG and above, sent while the guard lives.
+#[cfg(test)]
+pub(crate) fn capture() -> (tracing::subscriber::DefaultGuard, Captured) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    (tracing::subscriber::set_default(subscriber), captured)
+}
+
+/// The log lines [`capture`] took.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Captured {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -403,6 +403,8 @@ mod tests {
             "localhost:",
             "localhost:http",
             "localhost:70000",
+            // Rust's integer parse takes a sign; a port is digits only.
+            "localhost:+80",
             "[::1",
             "[evil]:80",
             "a b",

@@ -211,6 +211,7 @@ mod tests {
             "kept as the upstream names it"
         );
         assert_eq!(served("get-sum", &e, None, true).unwrap().name, "get_sum");
+        assert!(!e.is_empty());
         let all = Expose::default();
         assert!(all.is_empty());
         assert_eq!(served("x", &all, None, false).unwrap().name, "x");

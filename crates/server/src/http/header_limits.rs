@@ -89,4 +89,69 @@ mod tests {
             many.outcome
         );
     }
+
+    #[test]
+    fn each_limit_is_inclusive() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-a", HeaderValue::from_static("12345"));
+        headers.insert("x-b", HeaderValue::from_static("1"));
+        let bytes = header_bytes(&headers);
+        assert_eq!(
+            bytes,
+            (3 + 5 + 4) + (3 + 1 + 4),
+            "name, value, ': ' and CRLF"
+        );
+        let at = |max_headers, max_header_bytes| LimitsSection {
+            max_headers,
+            max_header_bytes,
+            ..LimitsSection::default()
+        };
+        assert!(refusal(&headers, &at(2, bytes)).is_none(), "at both limits");
+        let count = refusal(&headers, &at(1, bytes)).expect("one field too many");
+        let (code, message) = count.outcome.unwrap_err();
+        assert_eq!(code, ErrorCode::HeadersTooLarge);
+        assert_eq!(
+            message,
+            "Request has 2 header fields, more than the limit of 1"
+        );
+        let size = refusal(&headers, &at(2, bytes - 1)).expect("one byte too many");
+        assert_eq!(size.status().as_u16(), 431);
+        assert_eq!(
+            size.outcome.unwrap_err().1,
+            format!(
+                "Request header fields take {bytes} bytes, more than the limit of {}",
+                bytes - 1
+            )
+        );
+    }
+
+    #[test]
+    fn hyper_is_given_four_times_the_configured_bounds() {
+        let limits = LimitsSection {
+            max_headers: 10,
+            max_header_bytes: 1000,
+            ..LimitsSection::default()
+        };
+        assert_eq!(hard_limits(&limits), (4000, 40));
+    }
+
+    #[test]
+    fn the_check_reads_the_service_limits() {
+        let service = crate::service::unit_service("limits: { max_headers: 8 }\n");
+        let mut request = axum::http::Request::get("/tools")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        for name in ["x-1", "x-2", "x-3", "x-4", "x-5", "x-6", "x-7", "x-8"] {
+            request
+                .headers_mut()
+                .insert(name, HeaderValue::from_static("v"));
+        }
+        assert!(header_limits(&service, &mut request).is_none());
+        request
+            .headers_mut()
+            .insert("x-9", HeaderValue::from_static("v"));
+        let answer = header_limits(&service, &mut request).expect("refused");
+        assert_eq!(answer.status().as_u16(), 431);
+        assert!(answer.extensions().get::<Reply>().is_some());
+    }
 }

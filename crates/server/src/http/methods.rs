@@ -195,4 +195,59 @@ mod tests {
         let response = refusal(&Method::OPTIONS, "/tools").unwrap();
         assert_eq!(response.headers()[header::ALLOW], "GET, HEAD, OPTIONS");
     }
+
+    #[test]
+    fn paths_under_a_route_take_its_methods_and_nothing_else_is_known() {
+        for path in ["/mcp/", "/mcp/x"] {
+            assert_eq!(allowed(path), Some(MCP), "{path}");
+        }
+        for path in ["/docs", "/docs/", "/docs/swagger-ui.css"] {
+            assert_eq!(allowed(path), Some(GET), "{path}");
+        }
+        for path in ["/tools/echo", "/prompts/simple-prompt"] {
+            assert_eq!(allowed(path), Some(POST), "{path}");
+        }
+        for path in [
+            "/tools/",
+            "/tools/a/b",
+            "/prompts/",
+            "/prompts/a/b",
+            "/docsx",
+            "/mcpx",
+            "/",
+            "/wp-admin/x",
+        ] {
+            assert_eq!(allowed(path), None, "{path}");
+        }
+        assert_eq!(route("/docs"), "/docs");
+        assert_eq!(route("/docsx"), "other");
+        assert_eq!(route("/tools/"), "other");
+        assert_eq!(route("/prompts/"), "other");
+        assert_eq!(route("/prompts/a/b"), "other");
+    }
+
+    fn options(path: &str, preflight: bool) -> Request {
+        let mut request = Request::options(path);
+        if preflight {
+            request = request.header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST");
+        }
+        request.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn only_a_plain_options_on_a_known_route_is_taken_before_cors() {
+        let service = crate::service::unit_service("");
+        let answer = plain_options(&service, &mut options("/call-tool", false)).expect("taken");
+        assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+        assert_eq!(answer.headers()[header::ALLOW], "POST, OPTIONS");
+        let id = answer.headers()[REQUEST_ID_HEADER].to_str().unwrap();
+        assert!(!id.is_empty());
+        // A preflight is CORS's, an unknown path the router's, other methods the envelope's.
+        assert!(plain_options(&service, &mut options("/call-tool", true)).is_none());
+        assert!(plain_options(&service, &mut options("/nowhere", false)).is_none());
+        let mut get = Request::get("/call-tool")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert!(plain_options(&service, &mut get).is_none());
+    }
 }

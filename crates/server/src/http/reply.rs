@@ -235,5 +235,120 @@ mod tests {
         assert!(is_json("application/vnd.api+json"));
         assert!(!is_json("text/plain"));
         assert!(!is_json("application/x-www-form-urlencoded"));
+        assert!(
+            !is_json("text/vnd.api+json"),
+            "+json under application/ only"
+        );
+        assert!(!is_json("application/jsonx"));
+    }
+
+    #[test]
+    fn an_answer_is_its_code_status_and_travels_in_the_extensions() {
+        assert_eq!(Reply::ok(Value::Null).status(), StatusCode::OK);
+        let missing = Reply::error(ErrorCode::ToolNotFound, "no such tool");
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+        let response = missing.into_response();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let reply = response.extensions().get::<Reply>().expect("the Reply");
+        assert_eq!(
+            reply.outcome.clone().unwrap_err(),
+            (ErrorCode::ToolNotFound, "no such tool".to_owned())
+        );
+    }
+
+    /// A POST of `body` with these headers, read as `T` by a service with a 16-byte body limit.
+    async fn read<T: FromRequest<Arc<Service>, Rejection = Reply>>(
+        body: &'static str,
+        content_type: Option<&str>,
+        content_length: Option<usize>,
+    ) -> Result<T, (ErrorCode, String)> {
+        let service = crate::service::unit_service("limits: { max_body_bytes: 16 }\n");
+        let mut request = Request::post("/call-tool");
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        if let Some(length) = content_length {
+            request = request.header(header::CONTENT_LENGTH, length);
+        }
+        let request = request.body(axum::body::Body::from(body)).unwrap();
+        T::from_request(request, &service)
+            .await
+            .map_err(|reply| reply.outcome.unwrap_err())
+    }
+
+    const JSON: Option<&str> = Some("application/json");
+
+    #[tokio::test]
+    async fn a_body_is_read_up_to_its_limit_as_strict_json_of_a_type() {
+        // 16 bytes: exactly the limit, declared or not.
+        let body = r#"{"a":"12345678"}"#;
+        assert_eq!(body.len(), 16);
+        let JsonBody(value) = read::<JsonBody<Value>>(body, JSON, Some(16)).await.unwrap();
+        assert_eq!(value["a"], "12345678");
+        assert!(read::<JsonBody<Value>>(body, JSON, None).await.is_ok());
+
+        let too_large = (
+            ErrorCode::PayloadTooLarge,
+            "Request body exceeds the limit of 16 bytes".to_owned(),
+        );
+        // A declared length over the limit is refused before a byte is read.
+        assert_eq!(
+            read::<JsonBody<Value>>("{}", JSON, Some(17)).await.err(),
+            Some(too_large.clone()),
+            "declared"
+        );
+        let longer = r#"{"a":"123456789"}"#;
+        assert_eq!(
+            read::<JsonBody<Value>>(longer, JSON, None).await.err(),
+            Some(too_large),
+            "counted while read"
+        );
+
+        let (code, message) = read::<JsonBody<Value>>(body, Some("text/plain"), None)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(code, ErrorCode::InvalidRequest);
+        assert_eq!(
+            message,
+            "Content-Type must be application/json, got text/plain"
+        );
+        let (_, message) = read::<JsonBody<Value>>(body, None, None)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(message, "Content-Type must be application/json, got none");
+
+        let (code, message) = read::<JsonBody<Value>>(r#"{"a":1,"a":2}"#, JSON, None)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(code, ErrorCode::InvalidRequest);
+        assert!(message.contains("twice"), "{message}");
+        let (_, message) = read::<JsonBody<Vec<u8>>>(body, JSON, None)
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            message.starts_with("Request body has the wrong shape: "),
+            "{message}"
+        );
+        let (_, message) = read::<JsonBody<Value>>("", JSON, None).await.err().unwrap();
+        assert_eq!(message, "Request body is empty; expected a JSON object");
+    }
+
+    #[tokio::test]
+    async fn arguments_may_be_an_empty_body_of_any_type_but_a_body_must_be_json() {
+        let ArgumentsBody(empty) = read::<ArgumentsBody>("", None, None).await.unwrap();
+        assert!(empty.is_empty());
+        let ArgumentsBody(arguments) = read::<ArgumentsBody>(r#"{"x":1}"#, JSON, Some(7))
+            .await
+            .unwrap();
+        assert_eq!(arguments["x"], 1);
+        let (code, _) = read::<ArgumentsBody>(r#"{"x":1}"#, Some("text/plain"), None)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(code, ErrorCode::InvalidRequest);
     }
 }

@@ -450,28 +450,10 @@ providers:
     /// its request id (docs/operations.md reads a call's flow from these lines).
     #[tokio::test]
     async fn a_call_logs_its_way_through() {
-        #[derive(Clone, Default)]
-        struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
         let service = service(upstream(Arc::new(Notify::new())).await).await;
-        let _logging = tracing::subscriber::set_default(subscriber);
+        let (_logging, lines) = crate::logging::capture();
         call(&service, "answer", &Client::unknown()).await.unwrap();
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let text = lines.text();
         let states: Vec<&str> = text
             .lines()
             .filter(|l| l.contains("invocation") && l.contains("req-1"))

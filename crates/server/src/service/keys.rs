@@ -146,6 +146,50 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_variable_is_no_key_and_a_value_is_read_trimmed() {
+        // SAFETY of the test: variables only this test reads.
+        unsafe {
+            std::env::set_var("MHG_UNIT_KEY_BLANK", "  ");
+            std::env::set_var("MHG_UNIT_KEY_PADDED", " padded \n");
+        }
+        let ring = ring(
+            "api_keys:\n  - { name: blank, value_env: MHG_UNIT_KEY_BLANK }\n  - { name: padded, value_env: MHG_UNIT_KEY_PADDED }\n",
+        );
+        assert_eq!(ring.len(), 1);
+        assert_eq!(ring.identify("padded").unwrap().as_str(), "padded");
+        assert!(ring.identify("").is_none());
+        assert!(ring.identify("  ").is_none());
+    }
+
+    #[test]
+    fn of_two_keys_with_one_value_the_first_listed_identifies() {
+        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let ring = ring(&format!(
+            "api_keys:\n  - {{ name: first, sha256: {digest} }}\n  - {{ name: second, sha256: {digest} }}\n  - {{ name: third, sha256: {digest} }}\n"
+        ));
+        assert_eq!(ring.identify("test").unwrap().as_str(), "first");
+    }
+
+    #[test]
+    fn required_keys_of_which_none_is_usable_are_warned_of() {
+        const WARNING: &str = "API keys are required but none is usable";
+        // SAFETY of the test: a variable only this test reads.
+        unsafe { std::env::remove_var("MHG_UNIT_KEY_NEVER_SET") };
+        let (_logging, lines) = crate::logging::capture();
+        let none = ring("api_keys:\n  - { name: gone, value_env: MHG_UNIT_KEY_NEVER_SET }\n");
+        assert_eq!(none.len(), 0);
+        assert!(lines.text().contains(WARNING), "{}", lines.text());
+
+        let (_logging, lines) = crate::logging::capture();
+        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        ring(&format!(
+            "api_keys:\n  - {{ name: ok, sha256: {digest} }}\n"
+        ));
+        ring("public_routes: [/health]\n");
+        assert!(!lines.text().contains(WARNING), "{}", lines.text());
+    }
+
+    #[test]
     fn no_keys_identify_nothing() {
         assert!(KeyRing::default().identify("").is_none());
         assert!(KeyRing::default().identify("x").is_none());
