@@ -113,6 +113,10 @@ fn digest_of(value: &str) -> [u8; 32] {
 mod tests {
     use super::*;
 
+    /// `printf %s test | sha256sum`, as docs/security.md tells an operator to make it: the key
+    /// "test".
+    const TEST_DIGEST: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
     fn ring(yaml: &str) -> KeyRing {
         let security: SecuritySection = serde_saphyr::from_str(yaml).unwrap();
         KeyRing::from_config("t", &security)
@@ -126,8 +130,7 @@ mod tests {
             std::env::set_var("MHG_UNIT_KEYS_OLD", " old-one , ,old-two");
             std::env::remove_var("MHG_UNIT_KEY_UNSET");
         }
-        // `printf %s test | sha256sum`, as docs/security.md tells an operator to make it.
-        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let digest = TEST_DIGEST;
         let ring = ring(&format!(
             "api_keys:\n  - {{ name: alpha, value_env: MHG_UNIT_KEY_A, tools: ['get-*'] }}\n  - {{ name: beta, sha256: {digest} }}\n  - {{ name: gone, value_env: MHG_UNIT_KEY_UNSET }}\napi_keys_enabled: true\napi_keys_env: MHG_UNIT_KEYS_OLD\n"
         ));
@@ -163,7 +166,7 @@ mod tests {
 
     #[test]
     fn of_two_keys_with_one_value_the_first_listed_identifies() {
-        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let digest = TEST_DIGEST;
         let ring = ring(&format!(
             "api_keys:\n  - {{ name: first, sha256: {digest} }}\n  - {{ name: second, sha256: {digest} }}\n  - {{ name: third, sha256: {digest} }}\n"
         ));
@@ -181,7 +184,7 @@ mod tests {
         assert!(lines.text().contains(WARNING), "{}", lines.text());
 
         let (_logging, lines) = crate::logging::capture();
-        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let digest = TEST_DIGEST;
         ring(&format!(
             "api_keys:\n  - {{ name: ok, sha256: {digest} }}\n"
         ));
