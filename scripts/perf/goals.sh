@@ -10,7 +10,7 @@
 #  3. get_current_time through a pool of two mcp-server-time children (`instances: 2`) against
 #     one child, wrk at 100 connections: goal ≥ 1.6.
 # Each goal is measured ROUNDS times (default 5), the gateway and its reference one after the
-# other each round, and judged on the median of the rounds' ratios: on a shared 2-core VM the
+# other each round (the gateway first in odd rounds, the reference in even ones), and judged on the median of the rounds' ratios: on a shared 2-core VM the
 # machine's speed drifts by tens of percent within a minute, and a pair of runs back to back
 # sees the same machine. The gateway's p99 is the median of its rounds'.
 # Prints a Markdown table (also to target/perf/goals.md) and exits 1 when a goal is missed,
@@ -100,18 +100,27 @@ errors() { jq -r .errors <<<"$1"; }
 # Each round appends "measured reference measured_p99 reference_p99 errors" to a goal's file.
 echo_body='{"tool":"echo","arguments":{"message":"hi"}}'
 time_body='{"tool":"get_current_time","arguments":{"timezone":"UTC"}}'
+# pair A B: runs the two measurements of a goal back to back, A first in odd rounds and B first
+# in even ones: on this VM the second of two back-to-back runs is often the faster (an A/B of
+# one build against itself shows it), so a fixed order would bias every ratio one way.
+pair() {
+  if ((round % 2)); then "$1"; "$2"; else "$2"; "$1"; fi
+}
 for ((round = 1; round <= rounds; round++)); do
   # 1. echo: the gateway against the server's own one-child ceiling.
-  gw="$(wrk_json "$demo_url/call-tool" "$echo_body")"
-  direct="$("$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>/dev/null | tail -1)"
+  echo_gateway() { gw="$(wrk_json "$demo_url/call-tool" "$echo_body")"; }
+  echo_direct() { direct="$("$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>/dev/null | tail -1)"; }
+  pair echo_gateway echo_direct
   echo "$(rps "$gw") $(sed -E 's/.*: ([0-9]+) calls\/s.*/\1/' <<<"$direct") $(p99 "$gw") - $(errors "$gw")" >>"$work/echo.txt"
   # 2. GET /tools against the bare handler with the same bytes.
-  hello="$(wrk_json "http://127.0.0.1:$hello_port/")"
-  gw="$(wrk_json "$demo_url/tools")"
+  tools_gateway() { gw="$(wrk_json "$demo_url/tools")"; }
+  tools_bare() { hello="$(wrk_json "http://127.0.0.1:$hello_port/")"; }
+  pair tools_gateway tools_bare
   echo "$(rps "$gw") $(rps "$hello") $(p99 "$gw") $(p99 "$hello") $(($(errors "$gw") + $(errors "$hello")))" >>"$work/tools.txt"
   # 3. a pool of two mcp-server-time children against one.
-  one="$(wrk_json "$demo_url/call-tool" "$time_body")"
-  two="$(wrk_json "$pooled_url/call-tool" "$time_body")"
+  pool_two() { two="$(wrk_json "$pooled_url/call-tool" "$time_body")"; }
+  pool_one() { one="$(wrk_json "$demo_url/call-tool" "$time_body")"; }
+  pair pool_two pool_one
   echo "$(rps "$two") $(rps "$one") $(p99 "$two") $(p99 "$one") $(($(errors "$one") + $(errors "$two")))" >>"$work/pool.txt"
   echo "goals: round $round of $rounds done" >&2
 done
