@@ -245,8 +245,8 @@ pub struct ProviderReport {
     /// The index of a `search` provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<SearchIndexReport>,
-    /// The children of an `mcp` provider with `instances` above 1, each supervised on its
-    /// own; absent without a pool.
+    /// The children of an `mcp` provider with `instances` above 1 or a `max_instances` (running
+    /// now, each supervised on its own); absent without a pool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceReport>,
 }

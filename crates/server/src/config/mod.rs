@@ -44,8 +44,8 @@ pub use self::naming::{
     Expose, IDENTIFIER_RULE, OnNameClash, Served, clash_prefix, is_identifier, served,
 };
 pub use self::provider::{
-    CypherProviderConfig, CypherTool, GrpcProviderConfig, GrpcTls, HttpProviderConfig, HttpTool,
-    HttpTransport, McpProviderConfig, McpTransport, OutputValidation, ProviderConfig,
+    CypherProviderConfig, CypherTool, Growth, GrpcProviderConfig, GrpcTls, HttpProviderConfig,
+    HttpTool, HttpTransport, McpProviderConfig, McpTransport, OutputValidation, ProviderConfig,
     StdioTransport, check_grpc_address,
 };
 pub use self::providers_file::FileProviders;

@@ -5,6 +5,7 @@
 //! Streamable HTTP, legacy SSE) becomes a nested enum when the entry is read.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -208,6 +209,26 @@ pub struct StdioTransport {
     /// How many children to run (`instances`, default 1): a pool for a server that keeps no
     /// state per client, each call on the least-loaded live child (`provider/mcp/pool.rs`).
     pub instances: u32,
+    /// Grow the pool past `instances` while calls queue (`max_instances`); none: fixed size.
+    pub growth: Option<Growth>,
+}
+
+/// How a pool grows while calls queue, and shrinks back when the extra children are idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Growth {
+    /// The most children (`max_instances`), above `instances`.
+    pub max: u32,
+    /// Another child is started when a call finds every live child with at least this many
+    /// calls in flight (`scale_up_at`, default 4).
+    pub scale_up_at: u32,
+    /// A child started this way is stopped after this long without a call
+    /// (`scale_down_after_ms`, default 60 s).
+    pub scale_down_after: Duration,
+}
+
+impl Growth {
+    pub const DEFAULT_SCALE_UP_AT: u32 = 4;
+    pub const DEFAULT_SCALE_DOWN_AFTER: Duration = Duration::from_secs(60);
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -272,6 +293,12 @@ struct McpFields {
     setup_hint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     instances: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_instances: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scale_up_at: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scale_down_after_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     session_per_client: bool,
     #[serde(default)]
@@ -317,6 +344,13 @@ impl TryFrom<McpFields> for McpProviderConfig {
                         "provider '{name}': instances is {instances}; give 1 to {MAX_INSTANCES} children"
                     ));
                 }
+                let growth = growth(
+                    &name,
+                    instances,
+                    f.max_instances,
+                    f.scale_up_at,
+                    f.scale_down_after_ms,
+                )?;
                 if let Some(bad) = f.env_passthrough.iter().find(|n| !is_env_name(n)) {
                     return Err(format!(
                         "provider '{name}': env_passthrough '{bad}' is not an environment variable name (letters, digits and _, not starting with a digit)"
@@ -329,6 +363,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     env_passthrough: f.env_passthrough,
                     cwd: f.cwd,
                     instances,
+                    growth,
                 })
             }
             (None, Some(url)) => {
@@ -345,9 +380,12 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     || !f.env_passthrough.is_empty()
                     || f.cwd.is_some()
                     || f.instances.is_some()
+                    || f.max_instances.is_some()
+                    || f.scale_up_at.is_some()
+                    || f.scale_down_after_ms.is_some()
                 {
                     return Err(format!(
-                        "provider '{name}': `args`, `env`, `env_passthrough`, `cwd` and `instances` apply only to a `command` provider (a pool of children; a remote server scales on its own side)"
+                        "provider '{name}': `args`, `env`, `env_passthrough`, `cwd`, `instances`, `max_instances`, `scale_up_at` and `scale_down_after_ms` apply only to a `command` provider (a pool of children; a remote server scales on its own side)"
                     ));
                 }
                 let http = HttpTransport {
@@ -387,6 +425,9 @@ impl From<McpProviderConfig> for McpFields {
             url: None,
             headers: BTreeMap::new(),
             instances: None,
+            max_instances: None,
+            scale_up_at: None,
+            scale_down_after_ms: None,
             setup_hint: c.setup_hint,
             session_per_client: c.session_per_client,
             validate_output: c.validate_output,
@@ -403,6 +444,14 @@ impl From<McpProviderConfig> for McpFields {
                 f.env_passthrough = s.env_passthrough;
                 f.cwd = s.cwd;
                 f.instances = (s.instances != 1).then_some(s.instances);
+                if let Some(g) = s.growth {
+                    f.max_instances = Some(g.max);
+                    f.scale_up_at =
+                        (g.scale_up_at != Growth::DEFAULT_SCALE_UP_AT).then_some(g.scale_up_at);
+                    f.scale_down_after_ms = (g.scale_down_after
+                        != Growth::DEFAULT_SCALE_DOWN_AFTER)
+                        .then_some(g.scale_down_after.as_millis() as u64);
+                }
             }
             McpTransport::StreamableHttp(h) | McpTransport::LegacySse(h) => {
                 f.url = Some(h.url);
@@ -412,6 +461,57 @@ impl From<McpProviderConfig> for McpFields {
         f
     }
 }
+
+/// The pool's growth from `max_instances`, `scale_up_at` and `scale_down_after_ms`: none when
+/// `max_instances` is absent or equals `instances`; the other two need it above.
+fn growth(
+    name: &ProviderName,
+    instances: u32,
+    max_instances: Option<u32>,
+    scale_up_at: Option<u32>,
+    scale_down_after_ms: Option<u64>,
+) -> Result<Option<Growth>, String> {
+    let max = max_instances.unwrap_or(instances);
+    if !(instances..=MAX_INSTANCES).contains(&max) {
+        return Err(format!(
+            "provider '{name}': max_instances is {max}; give {instances} (instances) to {MAX_INSTANCES} children"
+        ));
+    }
+    if max == instances {
+        return match (scale_up_at, scale_down_after_ms) {
+            (None, None) => Ok(None),
+            _ => Err(format!(
+                "provider '{name}': `scale_up_at` and `scale_down_after_ms` apply only to a pool that grows: give `max_instances` above `instances` ({instances})"
+            )),
+        };
+    }
+    let scale_up_at = scale_up_at.unwrap_or(Growth::DEFAULT_SCALE_UP_AT);
+    if !(1..=MAX_SCALE_UP_AT).contains(&scale_up_at) {
+        return Err(format!(
+            "provider '{name}': scale_up_at is {scale_up_at}; give 1 to {MAX_SCALE_UP_AT} calls in flight per child"
+        ));
+    }
+    let scale_down_after = match scale_down_after_ms {
+        None => Growth::DEFAULT_SCALE_DOWN_AFTER,
+        Some(ms) if (MIN_SCALE_DOWN_AFTER_MS..=MAX_SCALE_DOWN_AFTER_MS).contains(&ms) => {
+            Duration::from_millis(ms)
+        }
+        Some(ms) => {
+            return Err(format!(
+                "provider '{name}': scale_down_after_ms is {ms}; give {MIN_SCALE_DOWN_AFTER_MS} to {MAX_SCALE_DOWN_AFTER_MS} (a day)"
+            ));
+        }
+    };
+    Ok(Some(Growth {
+        max,
+        scale_up_at,
+        scale_down_after,
+    }))
+}
+
+const MAX_SCALE_UP_AT: u32 = 10_000;
+const MIN_SCALE_DOWN_AFTER_MS: u64 = 100;
+const MAX_SCALE_DOWN_AFTER_MS: u64 = 86_400_000;
 
 /// An environment variable name as shells write them: `[A-Za-z_][A-Za-z0-9_]*`.
 fn is_env_name(name: &str) -> bool {
@@ -697,6 +797,104 @@ mod tests {
         assert_eq!(McpFields::from(pooled).instances, Some(3));
         let single: McpProviderConfig = serde_saphyr::from_str("{ name: p, command: x }").unwrap();
         assert_eq!(McpFields::from(single).instances, None);
+    }
+
+    #[test]
+    fn a_pool_grows_only_past_instances_within_bounds_and_only_for_a_command() {
+        assert_eq!(stdio("instances: 2").unwrap().growth, None);
+        assert_eq!(
+            stdio("instances: 2, max_instances: 2").unwrap().growth,
+            None
+        );
+        assert_eq!(
+            stdio("max_instances: 3").unwrap().growth,
+            Some(Growth {
+                max: 3,
+                scale_up_at: 4,
+                scale_down_after: Duration::from_secs(60)
+            })
+        );
+        let g = stdio("instances: 2, max_instances: 32, scale_up_at: 1, scale_down_after_ms: 100")
+            .unwrap()
+            .growth
+            .unwrap();
+        assert_eq!(
+            (g.max, g.scale_up_at, g.scale_down_after),
+            (32, 1, Duration::from_millis(100))
+        );
+        let g = stdio("max_instances: 2, scale_up_at: 10000, scale_down_after_ms: 86400000")
+            .unwrap()
+            .growth
+            .unwrap();
+        assert_eq!(
+            (g.scale_up_at, g.scale_down_after),
+            (10_000, Duration::from_secs(86_400))
+        );
+        for (bad, why) in [
+            (
+                "instances: 3, max_instances: 2",
+                "max_instances is 2; give 3 (instances) to 32",
+            ),
+            (
+                "max_instances: 33",
+                "max_instances is 33; give 1 (instances) to 32",
+            ),
+            (
+                "max_instances: 2, scale_up_at: 0",
+                "scale_up_at is 0; give 1 to 10000",
+            ),
+            (
+                "max_instances: 2, scale_up_at: 10001",
+                "scale_up_at is 10001",
+            ),
+            (
+                "max_instances: 2, scale_down_after_ms: 99",
+                "scale_down_after_ms is 99; give 100 to 86400000",
+            ),
+            (
+                "max_instances: 2, scale_down_after_ms: 86400001",
+                "scale_down_after_ms is 86400001",
+            ),
+            (
+                "scale_up_at: 2",
+                "apply only to a pool that grows: give `max_instances` above `instances` (1)",
+            ),
+            (
+                "instances: 2, max_instances: 2, scale_down_after_ms: 500",
+                "above `instances` (2)",
+            ),
+        ] {
+            let err = stdio(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        for remote in [
+            "max_instances: 2",
+            "scale_up_at: 2",
+            "scale_down_after_ms: 1000",
+        ] {
+            let err = serde_saphyr::from_str::<McpProviderConfig>(&format!(
+                "{{ name: p, url: 'http://h/mcp', {remote} }}"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("apply only to a `command` provider"),
+                "{remote}: {err}"
+            );
+        }
+        // Written back as given, the defaults omitted.
+        let written = |yaml: &str| {
+            let c: McpProviderConfig =
+                serde_saphyr::from_str(&format!("{{ name: p, command: x, {yaml} }}")).unwrap();
+            let f = McpFields::from(c);
+            (f.max_instances, f.scale_up_at, f.scale_down_after_ms)
+        };
+        assert_eq!(written("max_instances: 3"), (Some(3), None, None));
+        assert_eq!(
+            written("max_instances: 3, scale_up_at: 2, scale_down_after_ms: 500"),
+            (Some(3), Some(2), Some(500))
+        );
+        assert_eq!(written("instances: 2"), (None, None, None));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A pool of stdio children (`instances: N`): calls spread to the least-loaded live child, a
 //! client session's calls stay on its pinned child, each child is restarted and reported on
-//! its own, and children that list different tools are reported.
+//! its own, children that list different tools are reported, and a pool with `max_instances`
+//! grows while calls queue and shrinks back when the grown children are idle.
 
 use std::time::Duration;
 
@@ -115,6 +116,92 @@ async fn calls_spread_over_the_children_and_each_is_restarted_on_its_own() {
             200
         );
     }
+}
+
+#[tokio::test]
+async fn a_pool_grows_while_calls_queue_and_shrinks_back_when_idle() {
+    let extra = format!(
+        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio], max_instances: 2, scale_up_at: 2, scale_down_after_ms: 1500 }}\n",
+        everything_js()
+    );
+    let gw = Gateway::start("growing", &extra).await;
+    assert_eq!(gw.child_pids().len(), 1, "one child to begin with");
+    let children = instances(&gw, "everything").await;
+    assert_eq!(
+        children.len(),
+        1,
+        "a pool that may grow is reported: {children:?}"
+    );
+
+    // One call in flight is below scale_up_at: no growth.
+    let first = slow_calls(&gw, 1);
+    eventually(Duration::from_secs(10), "one call in flight", || async {
+        (in_flight(&instances(&gw, "everything").await) == [1]).then_some(())
+    })
+    .await;
+    // The next call finds the only child with 1 in flight: still below 2.
+    let second = slow_calls(&gw, 1);
+    eventually(
+        Duration::from_secs(10),
+        "two calls on the one child",
+        || async { (in_flight(&instances(&gw, "everything").await) == [2]).then_some(()) },
+    )
+    .await;
+    assert_eq!(instances(&gw, "everything").await.len(), 1, "not grown yet");
+    // The third finds it with 2: a second child starts, and takes calls once connected.
+    let third = slow_calls(&gw, 1);
+    let grown = eventually(
+        Duration::from_secs(30),
+        "a second child connected",
+        || async {
+            let children = instances(&gw, "everything").await;
+            (children.len() == 2 && children.iter().all(|c| c["status"] == "connected"))
+                .then_some(children)
+        },
+    )
+    .await;
+    assert_eq!(grown[1]["instance"], 2, "{grown:?}");
+    assert_eq!(gw.child_pids().len(), 2, "two processes");
+    assert!(gw.logs().contains("starting another child"));
+    let fourth = slow_calls(&gw, 1);
+    eventually(
+        Duration::from_secs(10),
+        "the new child takes a call",
+        || async {
+            let loads = in_flight(&instances(&gw, "everything").await);
+            (loads.len() == 2 && loads[1] >= 1).then_some(())
+        },
+    )
+    .await;
+    for call in first.into_iter().chain(second).chain(third).chain(fourth) {
+        assert_eq!(call.await.unwrap().status, 200);
+    }
+
+    // Idle for scale_down_after_ms: the grown child is stopped, the first one stays.
+    let kept = gw.child_pids();
+    eventually(
+        Duration::from_secs(30),
+        "the grown child stopped",
+        || async {
+            (instances(&gw, "everything").await.len() == 1 && gw.child_pids().len() == 1)
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        kept.contains(&gw.child_pids()[0]),
+        "the base child is the same process"
+    );
+    assert!(gw.logs().contains("stopped a grown child"));
+    let health = get(&gw, "/health").await;
+    assert_eq!(
+        health.report()["dependencies"]["everything"]["status"],
+        "connected"
+    );
+    assert_eq!(
+        call(&gw, "echo", json!({"message": "hi"})).await.status,
+        200
+    );
 }
 
 #[tokio::test]

@@ -20,8 +20,8 @@ mod sessions;
 mod supervisor;
 mod upstream;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use contract::{
@@ -33,7 +33,6 @@ use futures::future::BoxFuture;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
-use tokio::task::JoinHandle;
 
 use self::client::{CallerRoutes, ProgressRoutes};
 use self::downstream::{Downstream, Downstreams, current_caller};
@@ -49,7 +48,6 @@ use crate::sync::Unpoisoned;
 
 pub struct McpProvider {
     pool: Arc<Pool>,
-    supervisors: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// One connection to the server (one child, for stdio), supervised on its own.
@@ -59,6 +57,11 @@ pub(super) struct Inner {
     pub(super) instance: Instance,
     /// Calls running on it now: the pool sends the next call to the child with the fewest.
     pub(super) in_flight: AtomicUsize,
+    /// Told when its last call in flight ends (a grown child leaving the pool waits for it).
+    pub(super) no_call_in_flight: Notify,
+    /// When its last call ended, in milliseconds of `pool::now_ms` (a grown child idle long
+    /// enough is stopped).
+    pub(super) last_call_ended_ms: AtomicU64,
     pub(super) service: String,
     pub(super) endpoint: Endpoint,
     pub(super) tools_changed: Arc<Notify>,
@@ -109,49 +112,55 @@ impl McpProvider {
             message: e.to_string(),
         };
         let endpoint = Endpoint::new(&service.base_dir, &config.transport).map_err(error)?;
-        let of = match &config.transport {
-            McpTransport::Stdio(stdio) => stdio.instances.max(1),
-            _ => 1,
+        let (instances, growth) = match &config.transport {
+            McpTransport::Stdio(stdio) => (stdio.instances.max(1), stdio.growth),
+            _ => (1, None),
         };
-        let instances = (1..=of)
-            .map(|index| {
-                Arc::new(Inner {
-                    name: name.clone(),
-                    instance: Instance { index, of },
-                    in_flight: AtomicUsize::new(0),
-                    service: service.service.name.to_string(),
-                    endpoint: endpoint.clone(),
-                    tools_changed: hooks.tools_changed.clone(),
-                    health_changed: hooks.health_changed.clone(),
-                    validate_output: config.validate_output,
-                    check_every: service.monitoring.health_check_interval,
-                    setup_hint: config.setup_hint.clone(),
-                    peer: RwLock::new(None),
-                    tools: RwLock::new(Vec::new()),
-                    status: RwLock::new(DependencyStatus {
-                        status: DependencyState::Unknown,
-                        response_time_ms: None,
-                        error: Some("not connected yet".into()),
-                        last_ok: None,
-                        checked_at: None,
-                    }),
-                    refresh: Arc::new(Notify::new()),
-                    reconnect: Notify::new(),
-                    generation: std::sync::atomic::AtomicU64::new(0),
-                    failed_generation: std::sync::atomic::AtomicU64::new(0),
-                    progress: ProgressRoutes::default(),
-                    callers: CallerRoutes::default(),
-                    downstreams: hooks.downstreams.clone(),
-                    session_per_client: config.session_per_client,
-                    session_links: SessionLinks::default(),
-                    shutdown: hooks.shutdown.child(),
-                    first_attempt_done: watch::channel(false).0,
-                })
+        let shutdown = hooks.shutdown.child();
+        let children = shutdown.clone();
+        let service_name = service.service.name.to_string();
+        let validate_output = config.validate_output;
+        let check_every = service.monitoring.health_check_interval;
+        let setup_hint = config.setup_hint.clone();
+        let session_per_client = config.session_per_client;
+        let make: pool::MakeChild = Box::new(move |instance| {
+            Arc::new(Inner {
+                name: name.clone(),
+                instance,
+                in_flight: AtomicUsize::new(0),
+                no_call_in_flight: Notify::new(),
+                last_call_ended_ms: AtomicU64::new(0),
+                service: service_name.clone(),
+                endpoint: endpoint.clone(),
+                tools_changed: hooks.tools_changed.clone(),
+                health_changed: hooks.health_changed.clone(),
+                validate_output,
+                check_every,
+                setup_hint: setup_hint.clone(),
+                peer: RwLock::new(None),
+                tools: RwLock::new(Vec::new()),
+                status: RwLock::new(DependencyStatus {
+                    status: DependencyState::Unknown,
+                    response_time_ms: None,
+                    error: Some("not connected yet".into()),
+                    last_ok: None,
+                    checked_at: None,
+                }),
+                refresh: Arc::new(Notify::new()),
+                reconnect: Notify::new(),
+                generation: std::sync::atomic::AtomicU64::new(0),
+                failed_generation: std::sync::atomic::AtomicU64::new(0),
+                progress: ProgressRoutes::default(),
+                callers: CallerRoutes::default(),
+                downstreams: hooks.downstreams.clone(),
+                session_per_client,
+                session_links: SessionLinks::default(),
+                shutdown: children.child(),
+                first_attempt_done: watch::channel(false).0,
             })
-            .collect();
+        });
         Ok(McpProvider {
-            pool: Arc::new(Pool::new(instances)),
-            supervisors: Mutex::new(Vec::new()),
+            pool: Arc::new(Pool::new(instances, growth, make, shutdown)),
         })
     }
 
@@ -168,20 +177,10 @@ impl Provider for McpProvider {
 
     fn start(&self) -> BoxFuture<'_, ()> {
         async move {
-            {
-                let mut supervisors = self.supervisors.write_unpoisoned();
-                if supervisors.is_empty() {
-                    *supervisors = self
-                        .pool
-                        .instances
-                        .iter()
-                        .map(|i| i.shutdown.spawn(i.clone().supervise()))
-                        .collect();
-                }
-            }
+            self.pool.start();
             // Every child's first attempt: the tools are the first live child's, so a start
             // that returned after one child would list tools that a later one may disagree on.
-            futures::future::join_all(self.pool.instances.iter().map(|i| async {
+            futures::future::join_all(self.pool.children().into_iter().map(|i| async move {
                 let mut done = i.first_attempt_done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
             }))
@@ -203,20 +202,25 @@ impl Provider for McpProvider {
         async move {
             let caller = current_caller();
             let child = self.pool.for_caller(caller.as_ref());
-            let _counted = InFlight::enter(child);
+            if !caller.as_ref().is_some_and(|c| c.downstream.is_session()) {
+                self.pool.grow_if_queueing();
+            }
+            let _counted = InFlight::enter(&child);
             child.call(tool, args, cx).await
         }
         .boxed()
     }
 
     fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
-        self.pool.least_loaded().list_resources().boxed()
+        let child = self.pool.least_loaded();
+        async move { child.list_resources().await }.boxed()
     }
 
     fn list_resource_templates(
         &self,
     ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
-        self.pool.least_loaded().list_resource_templates().boxed()
+        let child = self.pool.least_loaded();
+        async move { child.list_resource_templates().await }.boxed()
     }
 
     fn read_resource<'a>(
@@ -224,11 +228,13 @@ impl Provider for McpProvider {
         uri: &'a str,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
-        self.pool.least_loaded().read_resource(uri, cx).boxed()
+        let child = self.pool.least_loaded();
+        async move { child.read_resource(uri, cx).await }.boxed()
     }
 
     fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
-        self.pool.least_loaded().list_prompts().boxed()
+        let child = self.pool.least_loaded();
+        async move { child.list_prompts().await }.boxed()
     }
 
     fn get_prompt<'a>(
@@ -237,7 +243,8 @@ impl Provider for McpProvider {
         args: JsonObject,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
-        self.pool.least_loaded().get_prompt(name, args, cx).boxed()
+        let child = self.pool.least_loaded();
+        async move { child.get_prompt(name, args, cx).await }.boxed()
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
@@ -246,17 +253,18 @@ impl Provider for McpProvider {
             // supervisor finds out on its own at the next call or periodic check. A pool is
             // connected while one child is: calls go to the live ones (each child's state is
             // in the provider's `instances` in /health).
-            let checked = futures::future::join_all(self.pool.instances.iter().map(|i| async {
-                let mut status = i.current_status();
-                if let Some(peer) = i.current_peer()
-                    && let Err(why) = i.ping(&peer).await
-                {
-                    status.status = DependencyState::Unavailable;
-                    status.error = Some(why.to_string());
-                }
-                status
-            }))
-            .await;
+            let checked =
+                futures::future::join_all(self.pool.children().into_iter().map(|i| async move {
+                    let mut status = i.current_status();
+                    if let Some(peer) = i.current_peer()
+                        && let Err(why) = i.ping(&peer).await
+                    {
+                        status.status = DependencyState::Unavailable;
+                        status.error = Some(why.to_string());
+                    }
+                    status
+                }))
+                .await;
             let status = checked
                 .iter()
                 .find(|s| s.status == DependencyState::Connected)
@@ -285,20 +293,13 @@ impl Provider for McpProvider {
     }
 
     fn connection(&self) -> Option<Connection> {
-        // Each connect bumps a child's generation; every one after its first is a restart.
-        let restarts = self
-            .pool
-            .instances
-            .iter()
-            .map(|i| i.generation.load(Ordering::Acquire).saturating_sub(1))
-            .sum();
         Some(Connection {
             connected: self
                 .pool
-                .instances
+                .children()
                 .iter()
                 .any(|i| i.current_peer().is_some()),
-            restarts,
+            restarts: self.pool.restarts(),
         })
     }
 
@@ -317,18 +318,10 @@ impl Provider for McpProvider {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         async move {
-            for child in &self.pool.instances {
-                child.shutdown.cancel();
-            }
-            let handles = std::mem::take(&mut *self.supervisors.write_unpoisoned());
             // Each child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL),
-            // all at once; past this bound the process groups are killed when the transports
+            // all at once; past its bound the process groups are killed when the transports
             // drop.
-            let stopped = futures::future::join_all(handles);
-            if tokio::time::timeout(Duration::from_secs(8), stopped)
-                .await
-                .is_err()
-            {
+            if !self.pool.stop().await {
                 let inner = self.inner();
                 tracing::warn!(service = %inner.service, provider = %inner.name, "MCP server did not stop in time");
             }

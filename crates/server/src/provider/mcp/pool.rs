@@ -5,90 +5,290 @@
 //! prompts and completions) goes to the child the session is pinned to. The tools served are
 //! the first live child's; a child that lists other tools is reported, not merged.
 //!
+//! With `max_instances` the pool grows while calls queue: a call that finds every live child
+//! with `scale_up_at` calls in flight starts one more child (one at a time), and a child so
+//! started is stopped once it has been idle for `scale_down_after`. Sessions are pinned among
+//! the `instances` that always run, so stopping a grown child loses no session's state.
+//!
 //! Only for servers that keep no state per client between calls: two calls of one HTTP client
 //! may run in different children.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use contract::{DependencyState, InstanceReport, ToolSchema};
+use tokio::task::JoinHandle;
 
 use super::Inner;
 use super::downstream::{Caller, Downstream};
+use crate::config::Growth;
+use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
+/// Makes the child of a given place in the pool (not started yet).
+pub(super) type MakeChild = Box<dyn Fn(Instance) -> Arc<Inner> + Send + Sync>;
+
+/// How long a stopped child's calls in flight may still run before it is stopped anyway.
+const DRAIN_BOUND: Duration = Duration::from_secs(60);
+/// How long a child's MCP stdio shutdown sequence may take before its process group is killed.
+pub(super) const STOP_BOUND: Duration = Duration::from_secs(8);
+
 pub(super) struct Pool {
-    /// At least one.
-    pub(super) instances: Vec<Arc<Inner>>,
+    /// The `instances` children that always run (at least one); sessions are pinned among
+    /// these.
+    base: Vec<Arc<Inner>>,
+    /// Children started while calls queued (`max_instances`), each stopped when idle.
+    grown: RwLock<Vec<Arc<Inner>>>,
+    growth: Option<Grower>,
+    make: MakeChild,
+    /// Stops every child, the growing and the shrinking.
+    shutdown: Shutdown,
+    /// Each running child's supervisor, by its instance number.
+    supervisors: Mutex<Vec<(u32, JoinHandle<()>)>>,
+    /// Restarts of grown children stopped since, so that the total never goes down.
+    retired_restarts: AtomicU64,
     /// Where the next least-loaded search starts, so that idle children take turns.
     next: AtomicUsize,
     /// The disagreement last logged, so each is logged once.
     logged: Mutex<Vec<String>>,
 }
 
+struct Grower {
+    config: Growth,
+    /// A child is being started: the pool grows by one at a time.
+    starting: AtomicBool,
+}
+
 impl Pool {
-    pub(super) fn new(instances: Vec<Arc<Inner>>) -> Pool {
-        assert!(!instances.is_empty(), "a pool has at least one child");
+    /// A pool of `instances` children, growing as `growth` says; `make` makes each child.
+    pub(super) fn new(
+        instances: u32,
+        growth: Option<Growth>,
+        make: MakeChild,
+        shutdown: Shutdown,
+    ) -> Pool {
+        assert!(instances >= 1, "a pool has at least one child");
+        let of = growth.map_or(instances, |g| g.max);
         Pool {
-            instances,
+            base: (1..=instances)
+                .map(|index| make(Instance { index, of }))
+                .collect(),
+            grown: RwLock::default(),
+            growth: growth.map(|config| Grower {
+                config,
+                starting: AtomicBool::new(false),
+            }),
+            make,
+            shutdown,
+            supervisors: Mutex::default(),
+            retired_restarts: AtomicU64::new(0),
             next: AtomicUsize::new(0),
             logged: Mutex::default(),
         }
     }
 
     pub(super) fn first(&self) -> &Arc<Inner> {
-        &self.instances[0]
+        &self.base[0]
+    }
+
+    /// Every child running now: the base ones, then the grown ones.
+    pub(super) fn children(&self) -> Vec<Arc<Inner>> {
+        let mut all = self.base.clone();
+        if self.growth.is_some() {
+            all.extend(self.grown.read_unpoisoned().iter().cloned());
+        }
+        all
+    }
+
+    /// Starts the base children's supervisors (and, for a pool that grows, the task that
+    /// stops idle grown children); a second call does nothing.
+    pub(super) fn start(self: &Arc<Self>) {
+        let mut supervisors = self.supervisors.write_unpoisoned();
+        if !supervisors.is_empty() {
+            return;
+        }
+        *supervisors = self
+            .base
+            .iter()
+            .map(|i| (i.instance.index, i.shutdown.spawn(i.clone().supervise())))
+            .collect();
+        if let Some(grower) = &self.growth {
+            let pool = Arc::downgrade(self);
+            let every = (grower.config.scale_down_after / 4)
+                .clamp(Duration::from_millis(25), Duration::from_secs(5));
+            let shutdown = self.shutdown.clone();
+            self.shutdown.spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tick.tick() => {}
+                    }
+                    let Some(pool) = pool.upgrade() else { break };
+                    pool.stop_idle();
+                }
+            });
+        }
+    }
+
+    /// Tells every child to stop and waits for their supervisors, at most [`STOP_BOUND`];
+    /// false when some did not stop in time.
+    pub(super) async fn stop(&self) -> bool {
+        self.shutdown.cancel();
+        let handles = std::mem::take(&mut *self.supervisors.write_unpoisoned());
+        let stopped = futures::future::join_all(handles.into_iter().map(|(_, h)| h));
+        tokio::time::timeout(STOP_BOUND, stopped).await.is_ok()
     }
 
     /// The child whose tool list is served: the first live one (the first, while none is).
-    pub(super) fn lister(&self) -> &Arc<Inner> {
-        self.live().next().unwrap_or_else(|| self.first())
+    pub(super) fn lister(&self) -> Arc<Inner> {
+        self.children()
+            .into_iter()
+            .find(|i| i.current_peer().is_some())
+            .unwrap_or_else(|| self.first().clone())
     }
 
     /// The child a call or request of `caller` goes to: its session's pinned child, or the
     /// least-loaded live one for calls of no session (HTTP, stateless MCP requests).
-    pub(super) fn for_caller(&self, caller: Option<&Caller>) -> &Arc<Inner> {
+    pub(super) fn for_caller(&self, caller: Option<&Caller>) -> Arc<Inner> {
         match caller {
             Some(caller) if caller.downstream.is_session() => self.pinned(&caller.downstream),
             _ => self.least_loaded(),
         }
     }
 
-    /// The child a client session's state lives in: fixed by the session's id while that
-    /// child is live; a session whose child is down goes to a live one (its state there was
-    /// lost with the child anyway).
-    pub(super) fn pinned(&self, downstream: &Downstream) -> &Arc<Inner> {
-        let index = (downstream.id() as usize) % self.instances.len();
-        let pinned = &self.instances[index];
-        if self.instances.len() == 1 || pinned.current_peer().is_some() {
-            pinned
+    /// The child a client session's state lives in: one of the base children, fixed by the
+    /// session's id while that child is live; a session whose child is down goes to a live
+    /// one (its state there was lost with the child anyway).
+    pub(super) fn pinned(&self, downstream: &Downstream) -> Arc<Inner> {
+        let index = (downstream.id() as usize) % self.base.len();
+        let pinned = &self.base[index];
+        if (self.base.len() == 1 && self.growth.is_none()) || pinned.current_peer().is_some() {
+            pinned.clone()
         } else {
             self.least_loaded()
         }
     }
 
     /// The live child with the fewest calls in flight; ties go round in turn.
-    pub(super) fn least_loaded(&self) -> &Arc<Inner> {
-        let n = self.instances.len();
-        if n == 1 {
-            return self.first();
+    pub(super) fn least_loaded(&self) -> Arc<Inner> {
+        if self.base.len() == 1 && self.growth.is_none() {
+            return self.first().clone();
         }
-        let loads: Vec<Option<usize>> = self
-            .instances
-            .iter()
-            .map(|i| {
-                i.current_peer()
-                    .map(|_| i.in_flight.load(Ordering::Relaxed))
-            })
-            .collect();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        least_loaded(&loads, start).map_or_else(|| self.first(), |k| &self.instances[k])
+        let grown = self.grown.read_unpoisoned();
+        if grown.is_empty() {
+            return self.least_loaded_of(&self.base);
+        }
+        let children: Vec<Arc<Inner>> = self.base.iter().chain(grown.iter()).cloned().collect();
+        drop(grown);
+        self.least_loaded_of(&children)
     }
 
-    fn live(&self) -> impl Iterator<Item = &Arc<Inner>> {
-        self.instances.iter().filter(|i| i.current_peer().is_some())
+    fn least_loaded_of(&self, children: &[Arc<Inner>]) -> Arc<Inner> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        match least_loaded(&loads(children), start) {
+            Some(k) => children[k].clone(),
+            None => self.first().clone(),
+        }
+    }
+
+    /// Before a call of no session goes to its child: when every live child already has
+    /// `scale_up_at` calls in flight and the pool may grow, one more child is started (the
+    /// call itself does not wait for it).
+    pub(super) fn grow_if_queueing(self: &Arc<Self>) {
+        let Some(grower) = &self.growth else { return };
+        let children = self.children();
+        if !should_grow(&loads(&children), grower.config) {
+            return;
+        }
+        if grower.starting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let taken: BTreeSet<u32> = children.iter().map(|c| c.instance.index).collect();
+        let Some(index) = (1..=grower.config.max).find(|k| !taken.contains(k)) else {
+            grower.starting.store(false, Ordering::Release);
+            return;
+        };
+        let child = (self.make)(Instance {
+            index,
+            of: grower.config.max,
+        });
+        tracing::info!(
+            service = %child.service, provider = %child.name, instance = index, of = grower.config.max,
+            "starting another child: every live child has {} or more calls in flight", grower.config.scale_up_at
+        );
+        child.mark_idle_now();
+        let supervisor = child.shutdown.spawn(child.clone().supervise());
+        self.supervisors
+            .write_unpoisoned()
+            .push((index, supervisor));
+        self.grown.write_unpoisoned().push(child.clone());
+        let pool = Arc::downgrade(self);
+        let shutdown = self.shutdown.clone();
+        self.shutdown.spawn(async move {
+            let mut done = child.first_attempt_done.subscribe();
+            tokio::select! {
+                _ = done.wait_for(|d| *d) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            if let Some(pool) = pool.upgrade()
+                && let Some(grower) = &pool.growth
+            {
+                grower.starting.store(false, Ordering::Release);
+            }
+        });
+    }
+
+    /// Stops the grown children idle for `scale_down_after`: out of the pool first, so no
+    /// new call goes to one, then, once its calls in flight are done, stopped.
+    fn stop_idle(self: &Arc<Self>) {
+        let Some(grower) = &self.growth else { return };
+        let idle_for = grower.config.scale_down_after;
+        let leaving: Vec<Arc<Inner>> = {
+            let mut grown = self.grown.write_unpoisoned();
+            let (leaving, staying) = std::mem::take(&mut *grown)
+                .into_iter()
+                .partition(|c| c.idle_for() >= Some(idle_for));
+            *grown = staying;
+            leaving
+        };
+        for child in leaving {
+            let supervisor = {
+                let mut supervisors = self.supervisors.write_unpoisoned();
+                supervisors
+                    .iter()
+                    .position(|(k, _)| *k == child.instance.index)
+                    .map(|at| supervisors.swap_remove(at).1)
+            };
+            let pool = Arc::downgrade(self);
+            self.shutdown.spawn(async move {
+                let drained = tokio::time::timeout(DRAIN_BOUND, child.drained())
+                    .await
+                    .is_ok();
+                child.shutdown.cancel();
+                let stopped = match supervisor {
+                    Some(s) => tokio::time::timeout(STOP_BOUND, s).await.is_ok(),
+                    None => true,
+                };
+                tracing::info!(
+                    service = %child.service, provider = %child.name, instance = child.instance.index,
+                    drained, stopped, "stopped a grown child: idle for {} ms", idle_for.as_millis()
+                );
+                if let Some(pool) = pool.upgrade() {
+                    pool.retired_restarts
+                        .fetch_add(child.restarts(), Ordering::AcqRel);
+                }
+            });
+        }
+    }
+
+    /// Restarts of every child, those stopped since included.
+    pub(super) fn restarts(&self) -> u64 {
+        self.children().iter().map(|c| c.restarts()).sum::<u64>()
+            + self.retired_restarts.load(Ordering::Acquire)
     }
 
     /// The tools served: the lister's. A live child listing other tools is logged once per
@@ -96,9 +296,9 @@ impl Pool {
     pub(super) fn tools(&self) -> Vec<ToolSchema> {
         let lister = self.lister();
         let tools = lister.tools.read_unpoisoned().clone();
-        if self.instances.len() > 1 {
-            let found: Vec<String> = self
-                .instances
+        let children = self.children();
+        if children.len() > 1 {
+            let found: Vec<String> = children
                 .iter()
                 .filter_map(|i| {
                     let why = disagreement(&tools, i)?;
@@ -116,13 +316,13 @@ impl Pool {
         tools
     }
 
-    /// Each child's state for /health (a pool only).
+    /// Each child's state for /health (a pool only, or one that may grow).
     pub(super) fn reports(&self) -> Vec<InstanceReport> {
-        if self.instances.len() == 1 {
+        if self.base.len() == 1 && self.growth.is_none() {
             return Vec::new();
         }
         let served = self.lister().tools.read_unpoisoned().clone();
-        self.instances
+        self.children()
             .iter()
             .map(|i| {
                 let status = i.current_status();
@@ -135,13 +335,34 @@ impl Pool {
                         status.status
                     },
                     calls_in_flight: i.in_flight.load(Ordering::Relaxed) as u64,
-                    restarts: i.generation.load(Ordering::Acquire).saturating_sub(1),
+                    restarts: i.restarts(),
                     error: (!connected).then_some(status.error).flatten(),
                     tools_differ: disagreement(&served, i),
                 }
             })
             .collect()
     }
+}
+
+/// Each child's calls in flight; `None` for one that is not live.
+fn loads(children: &[Arc<Inner>]) -> Vec<Option<usize>> {
+    children
+        .iter()
+        .map(|i| {
+            i.current_peer()
+                .map(|_| i.in_flight.load(Ordering::Relaxed))
+        })
+        .collect()
+}
+
+/// Whether a pool of children with these loads (`None`: not live) should start another: it
+/// has room, and every live child has at least `scale_up_at` calls in flight. A pool with no
+/// live child does not grow: whatever stops its children would stop the new one too.
+fn should_grow(loads: &[Option<usize>], growth: Growth) -> bool {
+    let mut live = loads.iter().flatten().peekable();
+    loads.len() < growth.max as usize
+        && live.peek().is_some()
+        && live.all(|&load| load >= growth.scale_up_at as usize)
 }
 
 /// Of children with their calls in flight (`None`: not live), the one with the fewest,
@@ -194,7 +415,50 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.mark_idle_now();
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.no_call_in_flight.notify_waiters();
+        }
+    }
+}
+
+/// Milliseconds since the first time this process asked, for a child's last call.
+fn now_ms() -> u64 {
+    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+    EPOCH.elapsed().as_millis() as u64
+}
+
+impl Inner {
+    fn mark_idle_now(&self) {
+        self.last_call_ended_ms.store(now_ms(), Ordering::Release);
+    }
+
+    /// How long it has had no call in flight; `None` while it has one.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.last_call_ended_ms.load(Ordering::Acquire);
+        Some(Duration::from_millis(now_ms().saturating_sub(since)))
+    }
+
+    /// Resolves once it has no call in flight.
+    async fn drained(&self) {
+        loop {
+            let notified = self.no_call_in_flight.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read, so a last call ending in between wakes it.
+            notified.as_mut().enable();
+            if self.in_flight.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Times it was connected again after its first connection.
+    pub(super) fn restarts(&self) -> u64 {
+        self.generation.load(Ordering::Acquire).saturating_sub(1)
     }
 }
 
@@ -220,6 +484,28 @@ mod tests {
             .map(|start| least_loaded(&[Some(0), Some(0)], start).unwrap())
             .collect();
         assert_eq!(picks, [0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn the_pool_grows_when_every_live_child_has_scale_up_at_calls_and_there_is_room() {
+        let growth = Growth {
+            max: 3,
+            scale_up_at: 2,
+            scale_down_after: Duration::from_secs(1),
+        };
+        assert!(should_grow(&[Some(2)], growth));
+        assert!(should_grow(&[Some(5), Some(2)], growth));
+        // One live child below the mark takes the next call.
+        assert!(!should_grow(&[Some(5), Some(1)], growth));
+        assert!(!should_grow(&[Some(1)], growth));
+        // A child not live (starting, or down) is not counted either way.
+        assert!(should_grow(&[Some(2), None], growth));
+        // No live child: nothing to relieve, and a new child would fail as they do.
+        assert!(!should_grow(&[None], growth));
+        assert!(!should_grow(&[None, None], growth));
+        // Full.
+        assert!(!should_grow(&[Some(9), Some(9), Some(9)], growth));
+        assert!(!should_grow(&[Some(9), Some(9), None], growth));
     }
 
     fn tools(names: &[&str]) -> Vec<ToolSchema> {
