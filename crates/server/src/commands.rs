@@ -110,11 +110,13 @@ pub fn registry_list(file: &Path) -> ExitCode {
 }
 
 /// `serve`: loads the configuration (errors before anything listens), sets up logging and
-/// runs every service until a signal.
+/// runs every service until a signal, on `worker_threads` threads (tokio's default: one per
+/// core, or TOKIO_WORKER_THREADS).
 pub fn serve(
     source: ConfigSource,
     log_format: Option<LogFormat>,
     policy: StartPolicy,
+    worker_threads: Option<usize>,
 ) -> anyhow::Result<()> {
     let configs = source.load()?;
     let first = &configs[0].logging;
@@ -124,9 +126,11 @@ pub fn serve(
             tracing::warn!(service = %config.service.name, "{warning}");
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = worker_threads {
+        runtime.worker_threads(n);
+    }
+    let runtime = runtime.enable_all().build()?;
     runtime.block_on(crate::runtime::run(source, configs, policy))?;
     Ok(())
 }

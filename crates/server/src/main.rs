@@ -96,6 +96,11 @@ struct ServeArgs {
     /// only when none started.
     #[arg(long)]
     strict: bool,
+    /// Threads that run requests and provider connections, shared by every service (default:
+    /// one per core, or TOKIO_WORKER_THREADS). On a small machine whose tools run as stdio
+    /// children, fewer leave the children more CPU (docs/performance.md, "Goals").
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    worker_threads: Option<u16>,
 }
 
 fn main() -> ExitCode {
@@ -115,7 +120,8 @@ fn main() -> ExitCode {
             } else {
                 StartPolicy::KeepOthers
             };
-            match commands::serve(source, args.log_format, policy) {
+            let workers = args.worker_threads.map(usize::from);
+            match commands::serve(source, args.log_format, policy, workers) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("mcp-http-gateway: {e:#}");

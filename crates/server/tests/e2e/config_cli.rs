@@ -1,5 +1,5 @@
 //! The command line: invalid configuration refused before listening, check-config, --help,
-//! several services from one folder, and duplicate tool names at start.
+//! several services from one folder, the worker threads, and duplicate tool names at start.
 
 use std::process::Command;
 use std::time::Duration;
@@ -84,6 +84,56 @@ fn every_subcommand_has_help() {
     }
     let out = Command::new(BIN).args(["serve"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+/// The threads of `pid` that are tokio's workers (named `tokio-rt-worker`).
+fn tokio_workers(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            let comm = t.as_ref().unwrap().path().join("comm");
+            std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == "tokio-rt-worker")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn worker_threads_sets_the_runtime_size_and_is_bounded() {
+    for (n, expected) in [("1", 1), ("3", 3)] {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("w.yaml");
+        std::fs::write(&config, service_yaml("w", port, "")).unwrap();
+        let args = [
+            "serve",
+            "--worker-threads",
+            n,
+            "--config",
+            config.to_str().unwrap(),
+        ];
+        let mut gw = Gateway::spawn_with(
+            args.iter().map(|a| a.to_string()).collect(),
+            port,
+            dir,
+            config,
+            &[],
+        );
+        gw.wait_running().await;
+        assert_eq!(tokio_workers(gw.pid()), expected, "--worker-threads {n}");
+        assert_eq!(get(&gw, "/health").await.status, 200);
+    }
+    for bad in ["0", "1025", "x"] {
+        let out = Command::new(BIN)
+            .args(["serve", "--worker-threads", bad, "--config", "unused.yaml"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--worker-threads {bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--worker-threads"),
+            "{bad}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

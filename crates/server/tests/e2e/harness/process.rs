@@ -134,7 +134,7 @@ impl Gateway {
         format!("http://127.0.0.1:{}{}", self.port, path)
     }
 
-    fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
