@@ -3,16 +3,18 @@
 # two measurements made in this one run on this machine, so the machine's speed cancels out:
 #  1. echo through the gateway (wrk, 100 connections, POST /call-tool, server-everything over
 #     one stdio child) against the same server's own ceiling over one child, driven directly by
-#     an MCP client (example mcp_direct, rmcp, 100 callers): goal ≥ 0.80;
+#     an MCP client (example mcp_direct, rmcp, 100 callers): goal ≥ 0.80; measured twice, the
+#     gateway with its default threads (one per core) and with `--worker-threads 1`;
 #  2. GET /tools (server-everything's tools and mcp-server-time's) against a bare axum handler
 #     answering the same `data` bytes with a fresh request id and timestamp (example
 #     hello_axum), 100 connections: goal ≥ 0.60, with the gateway's p99 < 5 ms;
 #  3. get_current_time through a pool of two mcp-server-time children (`instances: 2`) against
-#     one child, wrk at 100 connections: goal ≥ 1.6.
+#     one child, wrk at 100 connections: goal ≥ 1.6; also reported, with no goal, a pool of one
+#     that may grow to two (`max_instances: 2, scale_up_at: 2`).
 # Each goal is measured ROUNDS times (default 5), the gateway and its reference one after the
-# other each round (the gateway first in odd rounds, the reference in even ones), and judged on the median of the rounds' ratios: on a shared 2-core VM the
-# machine's speed drifts by tens of percent within a minute, and a pair of runs back to back
-# sees the same machine. The gateway's p99 is the median of its rounds'.
+# other each round (their order turning from round to round), and judged on the median of the
+# rounds' ratios: on a shared 2-core VM the machine's speed drifts by tens of percent within a
+# minute, and runs back to back see the same machine. The gateway's p99 is the median of its rounds'.
 # Prints a Markdown table (also to target/perf/goals.md) and exits 1 when a goal is missed,
 # unless --report-only.
 #
@@ -64,10 +66,10 @@ $2
 EOF
   echo "$file"
 }
-# start CONFIG VAR: serves it until the script ends (in this shell, so that the exit trap
-# stops it); sets VAR to its URL once healthy.
+# start CONFIG VAR [SERVE_ARGS...]: serves it until the script ends (in this shell, so that
+# the exit trap stops it); sets VAR to its URL once healthy.
 start() {
-  "$gateway" serve --config "$1" >"$1.log" 2>&1 &
+  "$gateway" serve --config "$1" "${@:3}" >"$1.log" 2>&1 &
   pids+=($!)
   local url
   url="http://127.0.0.1:$(port_of "$1")"
@@ -85,9 +87,13 @@ verdict() { # RATIO GOAL [EXTRA_OK]
 demo="$(service demo "  - { name: everything, kind: mcp, command: node, args: [\"$everything_js\", stdio] }
   - { name: time, kind: mcp, command: \"$time_bin\", args: [--local-timezone, UTC] }")"
 pooled="$(service pooled "  - { name: time, kind: mcp, command: \"$time_bin\", args: [--local-timezone, UTC], instances: 2 }")"
-demo_url="" pooled_url=""
+growing="$(service growing "  - { name: time, kind: mcp, command: \"$time_bin\", args: [--local-timezone, UTC], max_instances: 2, scale_up_at: 2 }")"
+threads1="$(service threads1 "  - { name: everything, kind: mcp, command: node, args: [\"$everything_js\", stdio] }")"
+demo_url="" pooled_url="" growing_url="" threads1_url=""
 start "$demo" demo_url
 start "$pooled" pooled_url
+start "$growing" growing_url
+start "$threads1" threads1_url --worker-threads 1
 curl -fsS "$demo_url/tools" | jq -cj .data >"$work/tools-data.json"
 hello_port="$(free_port)"
 "$release/examples/hello_axum" "$hello_port" "$work/tools-data.json" &
@@ -106,12 +112,23 @@ time_body='{"tool":"get_current_time","arguments":{"timezone":"UTC"}}'
 pair() {
   if ((round % 2)); then "$1"; "$2"; else "$2"; "$1"; fi
 }
+# trio A B C: three measurements, each first in turn.
+trio() {
+  case $((round % 3)) in
+    1) "$1"; "$2"; "$3" ;;
+    2) "$2"; "$3"; "$1" ;;
+    *) "$3"; "$1"; "$2" ;;
+  esac
+}
 for ((round = 1; round <= rounds; round++)); do
   # 1. echo: the gateway against the server's own one-child ceiling.
   echo_gateway() { gw="$(wrk_json "$demo_url/call-tool" "$echo_body")"; }
+  echo_threads1() { gw1="$(wrk_json "$threads1_url/call-tool" "$echo_body")"; }
   echo_direct() { direct="$("$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>/dev/null | tail -1)"; }
-  pair echo_gateway echo_direct
-  echo "$(rps "$gw") $(sed -E 's/.*: ([0-9]+) calls\/s.*/\1/' <<<"$direct") $(p99 "$gw") - $(errors "$gw")" >>"$work/echo.txt"
+  trio echo_gateway echo_threads1 echo_direct
+  direct_rps="$(sed -E 's/.*: ([0-9]+) calls\/s.*/\1/' <<<"$direct")"
+  echo "$(rps "$gw") $direct_rps $(p99 "$gw") - $(errors "$gw")" >>"$work/echo.txt"
+  echo "$(rps "$gw1") $direct_rps $(p99 "$gw1") - $(errors "$gw1")" >>"$work/echo1.txt"
   # 2. GET /tools against the bare handler with the same bytes.
   tools_gateway() { gw="$(wrk_json "$demo_url/tools")"; }
   tools_bare() { hello="$(wrk_json "http://127.0.0.1:$hello_port/")"; }
@@ -119,9 +136,11 @@ for ((round = 1; round <= rounds; round++)); do
   echo "$(rps "$gw") $(rps "$hello") $(p99 "$gw") $(p99 "$hello") $(($(errors "$gw") + $(errors "$hello")))" >>"$work/tools.txt"
   # 3. a pool of two mcp-server-time children against one.
   pool_two() { two="$(wrk_json "$pooled_url/call-tool" "$time_body")"; }
+  pool_grown() { grown="$(wrk_json "$growing_url/call-tool" "$time_body")"; }
   pool_one() { one="$(wrk_json "$demo_url/call-tool" "$time_body")"; }
-  pair pool_two pool_one
+  trio pool_two pool_grown pool_one
   echo "$(rps "$two") $(rps "$one") $(p99 "$two") $(p99 "$one") $(($(errors "$one") + $(errors "$two")))" >>"$work/pool.txt"
+  echo "$(rps "$grown") $(rps "$one") $(p99 "$grown") $(p99 "$one") $(errors "$grown")" >>"$work/grown.txt"
   echo "goals: round $round of $rounds done" >&2
 done
 
@@ -135,8 +154,10 @@ spread() { # FILE: the lowest and highest of the rounds' ratios
   awk '{ print $1 / $2 }' "$1" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f–%.2f", lo, hi }'
 }
 ratio2() { awk -v r="$(summary "$1" ratio)" 'BEGIN { printf "%.2f", r }'; }
-all_errors="$(cat "$work"/{echo,tools,pool}.txt | awk '{ n += $5 } END { print n }')"
+all_errors="$(cat "$work"/{echo,echo1,tools,pool,grown}.txt | awk '{ n += $5 } END { print n }')"
 echo_ratio="$(ratio2 "$work/echo.txt")"
+echo1_ratio="$(ratio2 "$work/echo1.txt")"
+grown_ratio="$(ratio2 "$work/grown.txt")"
 tools_ratio="$(ratio2 "$work/tools.txt")"
 pool_ratio="$(ratio2 "$work/pool.txt")"
 tools_p99="$(summary "$work/tools.txt" 3)"
@@ -152,8 +173,10 @@ row() { # FILE: "measured (p99) | reference (p99)", medians over the rounds
   echo "| goal | measured | reference | ratio (rounds) | goal | verdict |"
   echo "|---|---|---|---:|---:|---|"
   echo "| echo through the gateway vs server-everything's own one-child ceiling | $(row "$work/echo.txt" " calls/s (mcp_direct)") | $echo_ratio ($(spread "$work/echo.txt")) | ≥ 0.80 | $(verdict "$echo_ratio" 0.8) |"
+  echo "| the same, the gateway with --worker-threads 1 | $(row "$work/echo1.txt" " calls/s (mcp_direct)") | $echo1_ratio ($(spread "$work/echo1.txt")) | ≥ 0.80 | $(verdict "$echo1_ratio" 0.8) |"
   echo "| GET /tools vs bare axum, same bytes, fresh id and timestamp | $(row "$work/tools.txt" " req/s") | $tools_ratio ($(spread "$work/tools.txt")) | ≥ 0.60, p99 < 5 ms | $(verdict "$tools_ratio" 0.6 "$p99_ok") |"
   echo "| get_current_time, instances: 2 vs one child | $(row "$work/pool.txt" " req/s") | $pool_ratio ($(spread "$work/pool.txt")) | ≥ 1.6 | $(verdict "$pool_ratio" 1.6) |"
+  echo "| get_current_time, max_instances: 2 (grows from one) vs one child | $(row "$work/grown.txt" " req/s") | $grown_ratio ($(spread "$work/grown.txt")) | — | reported |"
   echo
   echo "Errors (socket errors and non-2xx answers) over every wrk run: $all_errors. GET /tools answers $(wc -c <"$work/tools-data.json") bytes of data."
 } | tee "$report"
