@@ -265,9 +265,11 @@ impl Pool {
             };
             let pool = Arc::downgrade(self);
             self.shutdown.spawn(async move {
-                let drained = tokio::time::timeout(DRAIN_BOUND, child.drained())
-                    .await
-                    .is_ok();
+                // Bounded, and cut short when the whole pool stops.
+                let drained = tokio::select! {
+                    drained = tokio::time::timeout(DRAIN_BOUND, child.drained()) => drained.is_ok(),
+                    _ = child.shutdown.cancelled() => false,
+                };
                 child.shutdown.cancel();
                 let stopped = match supervisor {
                     Some(s) => tokio::time::timeout(STOP_BOUND, s).await.is_ok(),
