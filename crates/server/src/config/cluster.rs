@@ -19,6 +19,15 @@ pub struct ClusterSection {
     /// this machine's hostname and the service's port.
     #[serde(default, deserialize_with = "replica_id")]
     pub replica_id: Option<String>,
+    /// `host:port` where the other replicas reach this one (a legacy SSE message for one of
+    /// its sessions is forwarded there); default `service.host:service.port`, which will not
+    /// do when that host is `0.0.0.0` or the replicas run on several machines.
+    #[serde(
+        default,
+        deserialize_with = "advertise",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub advertise: Option<String>,
     /// What the rate limit does while Redis does not answer: `open` lets requests through
     /// (the default: a Redis outage must not take every service down; it shows in /health and
     /// metrics), `closed` refuses them with 429.
@@ -99,6 +108,12 @@ fn replica_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Strin
     }
 }
 
+fn advertise<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    super::check_grpc_address(&text).map_err(serde::de::Error::custom)?;
+    Ok(Some(text))
+}
+
 /// `url` with its password (and user) replaced by `***`, for logs and /health.
 pub fn redact(url: &str) -> String {
     match url::Url::parse(url) {
@@ -142,11 +157,13 @@ mod tests {
         assert_eq!(c.rate_limit_on_redis_error, OnRedisError::Open);
         assert_eq!(c.timeout, Duration::from_millis(200));
         assert_eq!(c.replica_id, None);
+        assert_eq!(c.advertise, None);
     }
 
     #[test]
     fn every_field_is_read_and_checked() {
-        let c = parse("redis_url: \"${REDIS_URL}\"\nreplica_id: a-1\nrate_limit_on_redis_error: closed\ntimeout_ms: 50\n").unwrap();
+        let c = parse("redis_url: \"${REDIS_URL}\"\nreplica_id: a-1\nrate_limit_on_redis_error: closed\ntimeout_ms: 50\nadvertise: 10.0.0.5:8002\n").unwrap();
+        assert_eq!(c.advertise.as_deref(), Some("10.0.0.5:8002"));
         assert_eq!(c.rate_limit_on_redis_error, OnRedisError::Closed);
         assert_eq!(c.replica_id.as_deref(), Some("a-1"));
         assert_eq!(c.timeout, Duration::from_millis(50));
@@ -159,6 +176,10 @@ mod tests {
                 "open",
             ),
             ("redis_url: redis://h\ntimeout_ms: 0\n", "at least 1"),
+            (
+                "redis_url: redis://h\nadvertise: 10.0.0.5\n",
+                "must be host:port",
+            ),
             ("redis_url: redis://h\nurl: x\n", "unknown field"),
         ] {
             let error = parse(yaml).unwrap_err();

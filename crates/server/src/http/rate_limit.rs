@@ -3,7 +3,8 @@
 //! ([`crate::service::rate_limit`]) and says how much is left: in the `RateLimit` and
 //! `RateLimit-Policy` headers (draft-ietf-httpapi-ratelimit-headers) and in
 //! `meta.rate_limit_remaining`. Past the allowance the answer is 429 with `Retry-After`.
-//! /health and /metrics are not counted: monitoring must never be throttled.
+//! /health and /metrics are not counted: monitoring must never be throttled; nor is a legacy
+//! SSE message another replica forwarded: the replica it reached first counted it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -80,7 +81,7 @@ where
                 .unwrap_or_else(Client::unknown),
         };
         request.extensions_mut().insert(client.clone());
-        if is_monitoring(request.uri().path()) {
+        if is_monitoring(request.uri().path()) || forwarded_message(&self.service, &request) {
             return RateLimitFuture::Passing {
                 inner: self.inner.call(request),
                 client: Some(client),
@@ -126,6 +127,15 @@ where
             }),
         }
     }
+}
+
+/// A legacy SSE message forwarded by another replica of this service.
+fn forwarded_message(service: &Service, request: &Request) -> bool {
+    request.uri().path() == "/messages"
+        && service
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.forwarded_by_replica(request.headers()))
 }
 
 pin_project! {

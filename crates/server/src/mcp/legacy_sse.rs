@@ -1,7 +1,9 @@
 //! The legacy MCP HTTP+SSE transport (protocol 2024-11-05), which rmcp no longer ships:
 //! `GET /sse` opens a session and streams the server's messages, its first event (`endpoint`)
 //! naming `/messages?sessionId=…`, where the client POSTs its JSON-RPC messages (answered 202;
-//! the answers come on the stream). Each session runs the same [`McpBridge`] as `/mcp`.
+//! the answers come on the stream). Each session runs the same [`McpBridge`] as `/mcp`. With
+//! `cluster`, a message for a session another replica holds is sent on to that replica
+//! ([`crate::service::cluster::forward`]).
 
 use crate::sync::Unpoisoned;
 use std::collections::HashMap;
@@ -30,6 +32,8 @@ use super::handler::McpBridge;
 use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
 use crate::service::client::Client;
+use crate::service::cluster::Cluster;
+use crate::service::cluster::sessions::SessionRecord as ClusterSessionRecord;
 
 /// The open SSE sessions of one service: where each one's incoming messages go. Their
 /// records (state, client, expiry) are in the service's session book, shared with `/mcp`.
@@ -161,6 +165,15 @@ pub async fn message(
         .write_unpoisoned()
         .get(&query.session_id)
         .map(|s| (s.to_server.clone(), s.key.clone()));
+    if open.is_none()
+        && let Some(cluster) = sessions.gate.book.cluster()
+        && !cluster.forwarded_by_replica(&headers)
+        && let Some(owner) = cluster.session(&query.session_id).await
+        && owner.owner != cluster.replica_id()
+    {
+        let max_body = sessions.gate.max_body;
+        return forward(cluster, &owner, &query.session_id, &headers, body, max_body).await;
+    }
     let key = client.as_ref().and_then(|Extension(c)| c.key_name());
     if let Some((_, opener)) = &open
         && opener.as_deref() != key
@@ -241,4 +254,53 @@ pub async fn message(
         book.initialized(&query.session_id);
     }
     StatusCode::ACCEPTED.into_response()
+}
+
+/// A message for a session another replica holds: sent on to that replica, whose answer is
+/// passed back as it is; when it cannot be reached the session is as good as gone, so the
+/// answer is the 404 that makes the client open GET /sse again.
+async fn forward(
+    cluster: &Cluster,
+    owner: &ClusterSessionRecord,
+    session: &str,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    max_body: usize,
+) -> Response {
+    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
+        return body_too_large(max_body);
+    };
+    match cluster
+        .forward_message(owner, session, headers, bytes)
+        .await
+    {
+        Ok(answer) => {
+            tracing::debug!(
+                target: "mcp_session", session_id = session, owner = %owner.owner,
+                status = answer.status.as_u16(), "legacy SSE message forwarded to its session's replica"
+            );
+            let mut response = Response::new(axum::body::Body::from(answer.body));
+            *response.status_mut() = answer.status;
+            if let Some(content_type) = answer.content_type {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::CONTENT_TYPE, content_type);
+            }
+            response
+        }
+        Err(why) => {
+            tracing::warn!(
+                target: "mcp_session", session_id = session, owner = %owner.owner,
+                address = %owner.address, "legacy SSE message not forwarded: {why}"
+            );
+            (
+                StatusCode::NOT_FOUND,
+                Json(json!({"error": format!(
+                    "no such session here, and replica '{}' that holds it did not take the message: open GET /sse again",
+                    owner.owner
+                )})),
+            )
+                .into_response()
+        }
+    }
 }

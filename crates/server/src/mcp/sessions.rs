@@ -5,8 +5,8 @@
 //! expires idle ones (`mcp.session_ttl_secs`), and remembers ended ones for a while so a late
 //! request learns *why* its session is gone. Every change of state is one log line with the
 //! whole record (target `mcp_session`), and live sessions are counted in the service's
-//! metrics by transport. With `cluster`, each live Streamable HTTP session also has a record
-//! in Redis naming this replica as its owner ([`crate::service::cluster::sessions`]).
+//! metrics by transport. With `cluster`, each live session also has a record in Redis naming
+//! this replica as its owner ([`crate::service::cluster::sessions`]).
 
 use crate::sync::Unpoisoned;
 use std::collections::HashMap;
@@ -112,7 +112,7 @@ impl SessionBook {
         }
     }
 
-    /// Keeps a record of each live Streamable HTTP session in the cluster's Redis.
+    /// Keeps a record of each live session in the cluster's Redis.
     pub fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
         self.cluster = cluster;
         self
@@ -122,15 +122,13 @@ impl SessionBook {
         self.cluster.as_ref()
     }
 
-    /// Writes `record`'s state to the cluster (a live session) or removes it (an ended one).
-    /// The legacy SSE transport holds its stream on one replica: it needs no record.
+    /// Writes `record`'s state to the cluster (a live session) or removes it (an ended one):
+    /// a Streamable HTTP request for it on another replica is answered 404 naming the owner,
+    /// a legacy SSE message is sent on to the owner ([`crate::service::cluster::forward`]).
     fn shared(&self, record: &SessionRecord) {
         let Some(cluster) = &self.cluster else {
             return;
         };
-        if record.transport != Transport::StreamableHttp {
-            return;
-        }
         if record.state.is_live() {
             cluster.session_live(
                 &record.session_id,

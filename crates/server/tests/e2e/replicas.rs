@@ -2,8 +2,9 @@
 //! loopback (docs/scaling.md): the rate limit holds across replicas (and, as a control, does
 //! not without Redis), a replica killed under load costs only the requests it held, an MCP
 //! session sticks to its owner and gets a clean 404 once the owner is gone, a 2026-07-28
-//! stateless request works on any replica, and a Redis outage fails the limit open or closed
-//! and shows in /health and /metrics until Redis is back.
+//! stateless request works on any replica, a legacy SSE session's messages reach it through
+//! any replica (forwarded to the owner, counted once in the rate limit), and a Redis outage
+//! fails the limit open or closed and shows in /health and /metrics until Redis is back.
 //!
 //! `redis-server` and `haproxy` come from scripts/install-test-tools.sh (Debian packages). A
 //! machine without them skips these tests saying so; in CI (`CI=true`) that is a failure.
@@ -542,6 +543,135 @@ async fn sessions_stick_to_their_replica_and_a_dead_owner_means_404_then_a_new_s
     assert_eq!(
         rpc(answer).await["result"]["content"][0]["text"],
         "Echo: again"
+    );
+}
+
+/// The next answers (`message` events with an `id`; the server's notifications are skipped) of
+/// a legacy SSE stream, parsed, until `n` have come (10 s at most for each chunk).
+async fn sse_messages(stream: &mut reqwest::Response, n: usize) -> Vec<Value> {
+    let mut text = String::new();
+    let mut messages = Vec::new();
+    while messages.len() < n {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{} of {n} messages came: {messages:?}", messages.len()))
+            .unwrap()
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            if event.starts_with("event: message") {
+                let data = event
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .unwrap();
+                let message: Value = serde_json::from_str(data).unwrap();
+                if message.get("id").is_some() {
+                    messages.push(message);
+                }
+            }
+        }
+    }
+    messages
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_once() {
+    let Some((redis_bin, haproxy_bin)) = tools() else {
+        return;
+    };
+    let redis = Redis::start(&redis_bin).await;
+    // 21 requests a minute: the test sends 19 through the balancer, so a message counted
+    // again by the replica it is forwarded to (12 of the 18 posts, round robin over 3) would
+    // be refused.
+    let gws = replicas(3, 21, Some(&redis)).await;
+    let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
+    // Each replica has read the forwarding secret (its first Redis round trip) before posts come.
+    for gw in &gws {
+        let seen = until(Duration::from_secs(10), || async {
+            let report = cluster_of(gw).await?;
+            (report["redis"] == "connected").then_some(())
+        })
+        .await;
+        assert!(seen.is_some(), "a replica reached redis");
+    }
+    let client = reqwest::Client::new();
+    let mut stream = client
+        .get(lb.url("/sse"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let owner = served_by(&stream).unwrap();
+    let mut first = String::new();
+    while !first.contains("\n\n") {
+        let chunk = stream.chunk().await.unwrap().unwrap();
+        first.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let endpoint = first
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap()
+        .to_owned();
+    let post = |body: Value| {
+        let request = client
+            .post(lb.url(&endpoint))
+            .header("x-api-key", KEY)
+            .json(&body)
+            .send();
+        async move {
+            let answer = request.await.unwrap();
+            let by = served_by(&answer).unwrap();
+            (answer.status().as_u16(), by, answer.text().await.unwrap())
+        }
+    };
+    let mut served = Vec::new();
+    let (status, by, text) = post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}}))
+    .await;
+    assert_eq!(status, 202, "{text}");
+    served.push(by);
+    let init = sse_messages(&mut stream, 1).await;
+    assert_eq!(init[0]["id"], 0, "{init:?}");
+    assert!(init[0]["result"]["serverInfo"].is_object(), "{init:?}");
+    let (status, by, text) =
+        post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(status, 202, "{text}");
+    served.push(by);
+    for i in 1..=16 {
+        let (status, by, text) = post(json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}}))
+        .await;
+        assert_eq!(status, 202, "message {i} (through {by}): {text}");
+        served.push(by);
+    }
+    let elsewhere = served.iter().filter(|by| **by != owner).count();
+    assert!(
+        elsewhere >= 10,
+        "most posts reached a replica other than the owner {owner}: {served:?}"
+    );
+    let mut answers = sse_messages(&mut stream, 16).await;
+    answers.sort_by_key(|m| m["id"].as_u64());
+    for (i, answer) in (1..=16).zip(&answers) {
+        assert_eq!(answer["id"], i, "{answers:?}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            format!("Echo: m{i}"),
+            "{answer}"
+        );
+    }
+    // The session's record in Redis names its owner.
+    let session = endpoint.rsplit('=').next().unwrap();
+    let record = redis_command(
+        redis.port,
+        &format!("GET mcp-http-gateway:shop:session:{session}"),
+    );
+    assert!(
+        record
+            .as_deref()
+            .is_some_and(|r| r.contains(&format!("\"owner\":\"{owner}\""))),
+        "{record:?}"
     );
 }
 

@@ -1,13 +1,15 @@
 //! The state replicas of one service share through Redis (`cluster` in the configuration):
 //! the connection and what /health and /metrics say of it. The shared things themselves have
-//! a file each: [`rate`] (the rate limit, exact across replicas), [`usage`] (call counters)
-//! and [`sessions`] (MCP session records).
+//! a file each: [`rate`] (the rate limit, exact across replicas), [`usage`] (call counters),
+//! [`sessions`] (MCP session records) and [`forward`] (legacy SSE messages sent on to the
+//! replica holding their session).
 //!
 //! Every command runs under `cluster.timeout_ms`; a failure or a timeout marks Redis down
 //! (loudly: a warning on the change, /health's `cluster.redis`, the metrics), and the next
 //! success marks it up again. A background loop pings every second, so recovery is seen
 //! without traffic.
 
+pub mod forward;
 pub mod rate;
 pub mod sessions;
 pub mod usage;
@@ -56,7 +58,8 @@ pub enum ClusterError {
 pub struct Cluster {
     service: String,
     replica_id: String,
-    /// `host:port` where this replica serves (in MCP session records).
+    /// `host:port` where the other replicas reach this one (`cluster.advertise`, else where
+    /// it serves), in MCP session records.
     address: String,
     /// `cluster.redis_url` as written (`${VAR}` not expanded).
     configured_url: String,
@@ -74,6 +77,7 @@ pub struct Cluster {
     /// The shared usage totals, as last read.
     usage: Mutex<BTreeMap<String, ToolUsage>>,
     writes: Writes,
+    forwarding: forward::Forwarding,
 }
 
 /// Whether Redis answers, as last seen.
@@ -95,7 +99,10 @@ impl Cluster {
         Arc::new(Cluster {
             service: service.to_owned(),
             replica_id,
-            address: format!("{host}:{port}"),
+            address: config
+                .advertise
+                .clone()
+                .unwrap_or_else(|| format!("{host}:{port}")),
             configured_url: config.redis_url.clone(),
             redis_url: OnceLock::new(),
             on_error: config.rate_limit_on_redis_error,
@@ -110,6 +117,7 @@ impl Cluster {
             errors: AtomicU64::new(0),
             usage: Mutex::default(),
             writes: Writes::default(),
+            forwarding: forward::Forwarding::default(),
         })
     }
 
@@ -129,6 +137,13 @@ impl Cluster {
         let connection = ConnectionManager::new_lazy_with_config(client, manager)?;
         let _ = self.redis_url.set(redact(&url));
         let _ = self.connection.set(connection);
+        if self.address.starts_with("0.0.0.0:") || self.address.starts_with("[::]:") {
+            tracing::warn!(
+                service = %self.service, replica = %self.replica_id,
+                "this replica serves on {} and has no cluster.advertise: the others cannot forward legacy SSE messages to it",
+                self.address
+            );
+        }
         Ok(())
     }
 
@@ -248,7 +263,8 @@ impl Cluster {
         }
     }
 
-    /// Pings Redis and reads the shared usage every second, and writes what requests queued
+    /// Pings Redis and reads the shared usage every second (and the replicas' forwarding
+    /// secret, until read), and writes what requests queued
     /// as soon as it is queued (in one pipeline per batch), until `drain`; then flushes once
     /// more.
     pub fn watch(self: &Arc<Self>, drain: &Shutdown) {
@@ -268,6 +284,7 @@ impl Cluster {
                             .await;
                         if pinged.is_ok() {
                             cluster.read_usage().await;
+                            cluster.read_forward_secret().await;
                         }
                     }
                     _ = cluster.writes.wanted() => cluster.flush().await,
@@ -300,7 +317,16 @@ mod tests {
         let report = cluster.report();
         assert_eq!(report.redis, RedisState::Unknown);
         assert!(report.replica_id.ends_with(":8000"), "{report:?}");
+        assert_eq!(cluster.address, "127.0.0.1:8000");
         assert_eq!(report.redis_url, "${MHG_TEST_UNSET_REDIS_URL}");
         assert!(matches!(cluster.connect(), Err(ClusterError::Env(_))));
+    }
+
+    #[test]
+    fn the_address_in_session_records_is_the_advertised_one_when_given() {
+        let advertised: ClusterSection =
+            serde_saphyr::from_str("redis_url: redis://h\nadvertise: 10.0.0.5:9000\n").unwrap();
+        let cluster = Cluster::new("s", &advertised, "0.0.0.0", 8000);
+        assert_eq!(cluster.address, "10.0.0.5:9000");
     }
 }

@@ -1,9 +1,11 @@
 //! MCP session records in Redis, `mcp-http-gateway:{service}:session:{id}` = `{owner,
 //! address, state, created}`, with the session's time to live refreshed on every use and
-//! deleted when it ends. They say which replica owns a session: a request for a session this
-//! replica does not know is answered 404 (the client initialises again), and the record lets
-//! that answer name the owner. HAProxy's stick table, not these records, routes a session's
-//! requests to its owner (docs/scaling.md).
+//! deleted when it ends. They say which replica owns a session: a Streamable HTTP request for
+//! a session this replica does not know is answered 404 (the client initialises again), and
+//! the record lets that answer name the owner; HAProxy's stick table, not these records,
+//! routes such a session's requests to its owner (docs/scaling.md). A legacy SSE message,
+//! which no balancer can route, is sent on to the owner at the record's address
+//! ([`super::forward`]).
 
 use std::time::Duration;
 

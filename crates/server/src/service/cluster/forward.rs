@@ -1,0 +1,218 @@
+//! Legacy SSE messages (`POST /messages`) for a session another replica holds. A legacy
+//! session is a stream open on one replica, and a load balancer cannot route its posts to it
+//! (the session id is in the query, known only once the stream has started), so a replica
+//! that gets a message for a session whose Redis record names another replica sends it on to
+//! the address in that record. The forwarded request carries a secret the replicas share in
+//! Redis: the owner neither counts it in the rate limit (the replica it reached first did)
+//! nor forwards it again.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use subtle::ConstantTimeEq;
+
+use super::Cluster;
+use super::sessions::SessionRecord;
+
+/// Marks a request as forwarded by a replica; its value is the shared secret.
+pub static FORWARDED: HeaderName = HeaderName::from_static("x-mcp-gateway-forwarded");
+
+/// How long the owner may take to take a message (it answers 202 at once).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The headers of the client's request that go with it: what the owner's checks read again
+/// (its API key, the Host it was sent to, the body's type) and its request id, so both
+/// replicas' log lines carry the same one.
+const PASSED_ON: [HeaderName; 5] = [
+    header::CONTENT_TYPE,
+    header::AUTHORIZATION,
+    header::HOST,
+    HeaderName::from_static("x-api-key"),
+    HeaderName::from_static("x-request-id"),
+];
+
+/// The owner's answer, passed back as it is.
+pub struct Forwarded {
+    pub status: StatusCode,
+    pub content_type: Option<HeaderValue>,
+    pub body: Bytes,
+}
+
+/// Why a message could not be forwarded.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("this replica has not read the replicas' shared secret from redis yet")]
+    NoSecret,
+    #[error("the address '{0}' in the session record is not host:port")]
+    Address(String),
+    #[error("replica '{owner}' at {address} did not take it: {why}")]
+    Unreachable {
+        owner: String,
+        address: String,
+        why: String,
+    },
+}
+
+/// What [`Cluster`] keeps for forwarding.
+#[derive(Default)]
+pub(super) struct Forwarding {
+    secret: OnceLock<String>,
+    http: OnceLock<reqwest::Client>,
+}
+
+impl Cluster {
+    /// Reads the replicas' shared secret, made by the first replica that asks; does nothing
+    /// once read. Called by the background loop while Redis answers.
+    pub(super) async fn read_forward_secret(&self) {
+        if self.forwarding.secret.get().is_some() {
+            return;
+        }
+        let key = self.key("replicas", "forward-secret");
+        let fresh = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let read = self
+            .run(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(fresh)
+                    .arg("NX")
+                    .query_async::<Option<String>>(&mut c)
+                    .await?;
+                redis::cmd("GET")
+                    .arg(&key)
+                    .query_async::<Option<String>>(&mut c)
+                    .await
+            })
+            .await;
+        if let Ok(Some(secret)) = read {
+            let _ = self.forwarding.secret.set(secret);
+        }
+    }
+
+    /// Whether `headers` mark a request forwarded by a replica of this service.
+    pub fn forwarded_by_replica(&self, headers: &HeaderMap) -> bool {
+        match (self.forwarding.secret.get(), headers.get(&FORWARDED)) {
+            (Some(secret), Some(value)) => secret.as_bytes().ct_eq(value.as_bytes()).into(),
+            _ => false,
+        }
+    }
+
+    /// Sends a legacy SSE message for session `id` on to `owner`, the replica holding it.
+    pub async fn forward_message(
+        &self,
+        owner: &SessionRecord,
+        id: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Forwarded, ForwardError> {
+        let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
+        let mut url = url::Url::parse(&format!("http://{}/messages", owner.address))
+            .map_err(|_| ForwardError::Address(owner.address.clone()))?;
+        if url.path() != "/messages" || url.port().is_none() {
+            return Err(ForwardError::Address(owner.address.clone()));
+        }
+        url.query_pairs_mut().append_pair("sessionId", id);
+        let mut passed = HeaderMap::new();
+        for name in &PASSED_ON {
+            if let Some(value) = headers.get(name) {
+                passed.insert(name.clone(), value.clone());
+            }
+        }
+        let marked = HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)?;
+        passed.insert(FORWARDED.clone(), marked);
+        let unreachable = |why: String| ForwardError::Unreachable {
+            owner: owner.owner.clone(),
+            address: owner.address.clone(),
+            why,
+        };
+        let answer = self
+            .http()
+            .post(url)
+            .headers(passed)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = answer.status();
+        let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();
+        let body = answer
+            .bytes()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(Forwarded {
+            status,
+            content_type,
+            body,
+        })
+    }
+
+    /// The client forwarded messages go out on: straight to the replica (no proxy from the
+    /// environment), no redirects.
+    fn http(&self) -> &reqwest::Client {
+        self.forwarding.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(FORWARD_TIMEOUT)
+                .build()
+                .expect("a plain HTTP client builds")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClusterSection;
+
+    fn cluster() -> std::sync::Arc<Cluster> {
+        let config: ClusterSection = serde_saphyr::from_str("redis_url: redis://h\n").unwrap();
+        Cluster::new("s", &config, "127.0.0.1", 8000)
+    }
+
+    fn marked(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(FORWARDED.clone(), HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn only_the_shared_secret_marks_a_request_forwarded() {
+        let cluster = cluster();
+        // Before the secret is read nothing is taken as forwarded, whatever it says.
+        assert!(!cluster.forwarded_by_replica(&marked("")));
+        cluster.forwarding.secret.set("s3cret".into()).unwrap();
+        assert!(cluster.forwarded_by_replica(&marked("s3cret")));
+        for wrong in ["", "s3cre", "s3cret0", "S3cret"] {
+            assert!(!cluster.forwarded_by_replica(&marked(wrong)), "{wrong}");
+        }
+        assert!(!cluster.forwarded_by_replica(&HeaderMap::new()));
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_without_the_secret_or_to_an_address_that_is_not_host_port() {
+        let cluster = cluster();
+        let record = |address: &str| SessionRecord {
+            owner: "r1".into(),
+            address: address.into(),
+            state: "initialized".into(),
+            created: "2026-11-26T00:00:00Z".into(),
+        };
+        let sent = cluster
+            .forward_message(&record("127.0.0.1:1"), "a", &HeaderMap::new(), Bytes::new())
+            .await;
+        assert!(matches!(sent, Err(ForwardError::NoSecret)));
+        cluster.forwarding.secret.set("s".into()).unwrap();
+        for bad in ["127.0.0.1", "h:1/x", "h:1?y", "a b:1"] {
+            let sent = cluster
+                .forward_message(&record(bad), "a", &HeaderMap::new(), Bytes::new())
+                .await;
+            assert!(matches!(sent, Err(ForwardError::Address(_))), "{bad}");
+        }
+    }
+}
