@@ -347,6 +347,47 @@ mod tests {
         assert_eq!(body["meta"]["rate_limit_remaining"], 9);
     }
 
+    /// Only a legacy SSE message with the replicas' secret passes uncounted: another path, a
+    /// wrong secret, or a service without a cluster is counted.
+    #[test]
+    fn only_a_message_forwarded_by_a_replica_passes_uncounted() {
+        let request = |path: &str, mark: Option<&str>| {
+            let mut request = Request::post(path).body(Body::empty()).unwrap();
+            if let Some(mark) = mark {
+                request.headers_mut().insert(
+                    &crate::service::cluster::forward::FORWARDED,
+                    HeaderValue::from_str(mark).unwrap(),
+                );
+            }
+            request
+        };
+        let clustered = super::super::unit_service(
+            "security: { rate_limit: 10 }\ncluster: { redis_url: \"redis://127.0.0.1:1\" }\n",
+        );
+        clustered
+            .cluster
+            .as_ref()
+            .unwrap()
+            .set_forward_secret("s3cret");
+        assert!(forwarded_message(
+            &clustered,
+            &request("/messages", Some("s3cret"))
+        ));
+        assert!(!forwarded_message(
+            &clustered,
+            &request("/call-tool", Some("s3cret"))
+        ));
+        assert!(!forwarded_message(
+            &clustered,
+            &request("/messages", Some("other"))
+        ));
+        assert!(!forwarded_message(&clustered, &request("/messages", None)));
+        assert!(!forwarded_message(
+            &service(),
+            &request("/messages", Some("s3cret"))
+        ));
+    }
+
     #[test]
     fn headers_as_the_draft_writes_them() {
         let [(p, pv), (s, sv)] = rate_limit_headers(&Decision {

@@ -94,6 +94,12 @@ impl Cluster {
         }
     }
 
+    /// As if the secret had been read from Redis.
+    #[cfg(test)]
+    pub(crate) fn set_forward_secret(&self, secret: &str) {
+        self.forwarding.secret.set(secret.to_owned()).unwrap();
+    }
+
     /// Whether `headers` mark a request forwarded by a replica of this service.
     pub fn forwarded_by_replica(&self, headers: &HeaderMap) -> bool {
         match (self.forwarding.secret.get(), headers.get(&FORWARDED)) {
