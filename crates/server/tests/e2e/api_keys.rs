@@ -313,23 +313,8 @@ async fn answer_on(stream: &mut reqwest::Response, seen: &mut String, id: u64) -
 async fn a_legacy_sse_session_has_its_openers_scope() {
     let gw = start_keyed("sse-keys", "").await;
     let client = reqwest::Client::new();
-    let mut stream = client
-        .get(gw.url("/sse"))
-        .header("x-api-key", CI_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
+    let (mut stream, endpoint) = open_sse_at(&gw.url("/sse"), Some(CI_KEY)).await;
     let mut seen = String::new();
-    while !seen.contains("\n\n") {
-        let chunk = stream.chunk().await.unwrap().unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let endpoint = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap()
-        .to_owned();
     let post = |key: &'static str, body: Value| {
         client
             .post(gw.url(&endpoint))

@@ -596,24 +596,8 @@ async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_onc
         assert!(seen.is_some(), "a replica reached redis");
     }
     let client = reqwest::Client::new();
-    let mut stream = client
-        .get(lb.url("/sse"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
+    let (mut stream, endpoint) = open_sse_at(&lb.url("/sse"), Some(KEY)).await;
     let owner = served_by(&stream).unwrap();
-    let mut first = String::new();
-    while !first.contains("\n\n") {
-        let chunk = stream.chunk().await.unwrap().unwrap();
-        first.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let endpoint = first
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap()
-        .to_owned();
     let post = |body: Value| {
         let request = client
             .post(lb.url(&endpoint))

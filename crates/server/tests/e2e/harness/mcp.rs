@@ -77,11 +77,18 @@ impl McpSession {
 
 /// Opens a legacy SSE session: the stream and the message URL its `endpoint` event names.
 pub async fn open_sse(gw: &Gateway) -> (reqwest::Response, String) {
-    let mut stream = reqwest::Client::new()
-        .get(gw.url("/sse"))
-        .send()
-        .await
-        .unwrap();
+    open_sse_at(&gw.url("/sse"), None).await
+}
+
+/// Opens a legacy SSE session at `url` (a gateway's or a balancer's `/sse`), with API key
+/// `key` when given: the stream and the message URL its `endpoint` event names.
+pub async fn open_sse_at(url: &str, key: Option<&str>) -> (reqwest::Response, String) {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    let mut stream = request.send().await.unwrap();
+    assert_eq!(stream.status(), 200);
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
     let mut seen = String::new();
     while !seen.contains("\n\n") {
