@@ -33,7 +33,7 @@ pub(super) type MakeChild = Box<dyn Fn(Instance) -> Arc<Inner> + Send + Sync>;
 /// How long a stopped child's calls in flight may still run before it is stopped anyway.
 const DRAIN_BOUND: Duration = Duration::from_secs(60);
 /// How long a child's MCP stdio shutdown sequence may take before its process group is killed.
-pub(super) const STOP_BOUND: Duration = Duration::from_secs(8);
+const STOP_BOUND: Duration = Duration::from_secs(8);
 
 pub(super) struct Pool {
     /// The `instances` children that always run (at least one); sessions are pinned among
@@ -145,10 +145,17 @@ impl Pool {
 
     /// The child whose tool list is served: the first live one (the first, while none is).
     pub(super) fn lister(&self) -> Arc<Inner> {
-        self.children()
-            .into_iter()
-            .find(|i| i.current_peer().is_some())
-            .unwrap_or_else(|| self.first().clone())
+        // Read per MCP request (the upstream's capabilities): no list of the children is built.
+        let live = |i: &&Arc<Inner>| i.current_peer().is_some();
+        if let Some(child) = self.base.iter().find(live) {
+            return child.clone();
+        }
+        if self.growth.is_some()
+            && let Some(child) = self.grown.read_unpoisoned().iter().find(live)
+        {
+            return child.clone();
+        }
+        self.first().clone()
     }
 
     /// The child a call or request of `caller` goes to: its session's pinned child, or the
