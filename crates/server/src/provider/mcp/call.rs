@@ -163,7 +163,7 @@ impl Inner {
                     ms: cx.timeout.as_millis() as u64,
                 })
             }
-            Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, &result),
+            Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, result),
             Ok(Ok(_)) => Err(ToolError::Execution(format!(
                 "Tool '{tool}' asked for interactive input or a task, which the HTTP contract cannot carry"
             ))),

@@ -39,10 +39,16 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
 ///
 /// `isError` → EXECUTION_ERROR with the tool's text; else `structuredContent` when present;
 /// else a single text block that parses as a JSON object; else `{content: [...]}`.
-pub fn call_data(tool: &str, result: &rmcp::model::CallToolResult) -> Result<Value, ToolError> {
-    let json = serde_json::to_value(result).unwrap_or(Value::Null);
-    let content = json.get("content").cloned().unwrap_or_else(|| json!([]));
-    if json["isError"].as_bool() == Some(true) {
+///
+/// Takes the result by value: its `structuredContent` becomes `data` as it is, and only the
+/// content blocks are serialised, once, so a large result is not copied per call.
+pub fn call_data(tool: &str, result: rmcp::model::CallToolResult) -> Result<Value, ToolError> {
+    let is_error = result.is_error == Some(true);
+    if !is_error && let Some(structured) = result.structured_content {
+        return Ok(structured);
+    }
+    let content = serde_json::to_value(&result.content).unwrap_or_else(|_| json!([]));
+    if is_error {
         let text = texts(&content);
         let message = if text.is_empty() {
             format!("Tool '{tool}' reported an error")
@@ -50,9 +56,6 @@ pub fn call_data(tool: &str, result: &rmcp::model::CallToolResult) -> Result<Val
             text
         };
         return Err(ToolError::Execution(message));
-    }
-    if let Some(structured) = json.get("structuredContent") {
-        return Ok(structured.clone());
     }
     if let [only] = content.as_array().map(Vec::as_slice).unwrap_or_default()
         && only["type"] == "text"
@@ -90,10 +93,29 @@ mod tests {
     #[test]
     fn is_error_becomes_execution_error_with_the_text() {
         let r = result(json!({"content": [{"type": "text", "text": "boom"}], "isError": true}));
-        match call_data("t", &r) {
+        match call_data("t", r) {
             Err(ToolError::Execution(m)) => assert_eq!(m, "boom"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `isError` wins over `structuredContent`; with no text block the message says so.
+    #[test]
+    fn is_error_wins_over_structured_content() {
+        let r = result(json!({"content": [], "structuredContent": {"b": 2}, "isError": true}));
+        match call_data("t", r) {
+            Err(ToolError::Execution(m)) => assert_eq!(m, "Tool 't' reported an error"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// An explicit `null` is structured content too (rmcp keeps it apart from an absent one).
+    #[test]
+    fn null_structured_content_is_the_data() {
+        let r = result(
+            json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": null}),
+        );
+        assert_eq!(call_data("t", r).unwrap(), Value::Null);
     }
 
     #[test]
@@ -101,27 +123,27 @@ mod tests {
         let r = result(
             json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"b": 2}}),
         );
-        assert_eq!(call_data("t", &r).unwrap(), json!({"b": 2}));
+        assert_eq!(call_data("t", r).unwrap(), json!({"b": 2}));
     }
 
     #[test]
     fn single_json_object_text_is_parsed() {
         let r = result(json!({"content": [{"type": "text", "text": "{\"a\": [1, \"é\"]}"}]}));
-        assert_eq!(call_data("t", &r).unwrap(), json!({"a": [1, "é"]}));
+        assert_eq!(call_data("t", r).unwrap(), json!({"a": [1, "é"]}));
     }
 
     #[test]
     fn anything_else_is_wrapped() {
         let r = result(json!({"content": [{"type": "text", "text": "[1,2]"}]}));
         assert_eq!(
-            call_data("t", &r).unwrap(),
+            call_data("t", r).unwrap(),
             json!({"content": [{"type": "text", "text": "[1,2]"}]})
         );
         let r = result(
             json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
         );
         assert_eq!(
-            call_data("t", &r).unwrap()["content"]
+            call_data("t", r).unwrap()["content"]
                 .as_array()
                 .unwrap()
                 .len(),
