@@ -15,8 +15,9 @@
 # other each round (their order turning from round to round), and judged on the median of the
 # rounds' ratios: on a shared 2-core VM the machine's speed drifts by tens of percent within a
 # minute, and runs back to back see the same machine. The gateway's p99 is the median of its rounds'.
-# Prints a Markdown table (also to target/perf/goals.md) and exits 1 when a goal is missed,
-# unless --report-only.
+# For echo it also reports how much of each run server-everything's main thread (node) spent
+# on a CPU and waiting for one. Prints a Markdown table (also to target/perf/goals.md) and
+# exits 1 when a goal is missed, unless --report-only.
 #
 #   scripts/perf/goals.sh [--duration SECONDS] [--rounds N] [--no-build] [--report-only]
 set -euo pipefail
@@ -32,7 +33,7 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --report-only) strict=0; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "goals: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -67,10 +68,11 @@ EOF
   echo "$file"
 }
 # start CONFIG VAR [SERVE_ARGS...]: serves it until the script ends (in this shell, so that
-# the exit trap stops it); sets VAR to its URL once healthy.
+# the exit trap stops it); sets VAR to its URL once healthy and VAR_pid to its process id.
 start() {
   "$gateway" serve --config "$1" "${@:3}" >"$1.log" 2>&1 &
   pids+=($!)
+  printf -v "$2_pid" '%s' "$!"
   local url
   url="http://127.0.0.1:$(port_of "$1")"
   wait_http "$url/health" 60 || { echo "goals: $1 did not start" >&2; cat "$1.log" >&2; exit 1; }
@@ -89,7 +91,8 @@ demo="$(service demo "  - { name: everything, kind: mcp, command: node, args: [\
 pooled="$(service pooled "  - { name: time, kind: mcp, command: \"$time_bin\", args: [--local-timezone, UTC], instances: 2 }")"
 growing="$(service growing "  - { name: time, kind: mcp, command: \"$time_bin\", args: [--local-timezone, UTC], max_instances: 2, scale_up_at: 2 }")"
 threads1="$(service threads1 "  - { name: everything, kind: mcp, command: node, args: [\"$everything_js\", stdio] }")"
-demo_url="" pooled_url="" growing_url="" threads1_url=""
+demo_url="" pooled_url="" growing_url="" threads1_url="" demo_url_pid="" threads1_url_pid=""
+cpu_gw="" cpu_gw1="" cpu_direct=""
 start "$demo" demo_url
 start "$pooled" pooled_url
 start "$growing" growing_url
@@ -100,6 +103,38 @@ hello_port="$(free_port)"
 pids+=($!)
 wait_http "http://127.0.0.1:$hello_port/" 10
 
+# with_node_cpu PARENT VAR CMD...: runs CMD, its output to stdout, and sets VAR to "RUN WAIT":
+# the shares (percent of the time CMD ran, sampled every 0.2 s) that the main thread of the node process under
+# PARENT ("self": under CMD) spent on a CPU and runnable but waiting for one, from its
+# /proc/PID/task/PID/schedstat. They say why echo's ratio is what it is: the two adding up to
+# nearly 100 means node always had work; what keeps it from the ceiling is waiting for a CPU
+# that the gateway and wrk share with it on 2 cores (docs/performance.md).
+with_node_cpu() {
+  local parent="$1" var="$2" cmd node="" first="" last=""
+  shift 2
+  "$@" >"$work/out" &
+  cmd=$!
+  [[ "$parent" == self ]] && parent=$cmd
+  # Sampled while CMD runs: a child of CMD is gone once CMD ends.
+  while kill -0 "$cmd" 2>/dev/null; do
+    # Until CMD has started its node, pgrep finds none (status 1, which pipefail passes on).
+    [[ -n "$node" ]] || node="$(pgrep -P "$parent" -x node | head -1)" || true
+    if [[ -n "$node" ]] && stat="$(cut -d' ' -f1,2 "/proc/$node/task/$node/schedstat" 2>/dev/null)"; then
+      [[ -n "$first" ]] || first="$stat $(date +%s%N)"
+      last="$stat $(date +%s%N)"
+    fi
+    sleep 0.2
+  done
+  local status=0
+  wait "$cmd" || status=$?
+  # mcp_direct can fail in its teardown after printing its result; the result line is what
+  # counts, and a run without one fails where it is read.
+  ((status == 0)) || echo "goals: warning: '$*' ended with exit status $status" >&2
+  cat "$work/out"
+  # Shares of the time between the first sample (once node exists) and the last.
+  printf -v "$var" '%s' "$(awk -v a="${first:-0 0 0}" -v b="${last:-0 0 1}" \
+    'BEGIN { split(a, x, " "); split(b, y, " "); t = y[3] - x[3]; if (t <= 0) t = 1; printf "%.0f %.0f", (y[1] - x[1]) / t * 100, (y[2] - x[2]) / t * 100 }')"
+}
 rps() { jq -r .rps <<<"$1"; }
 p99() { jq -r .p99_ms <<<"$1"; }
 errors() { jq -r .errors <<<"$1"; }
@@ -122,13 +157,18 @@ trio() {
 }
 for ((round = 1; round <= rounds; round++)); do
   # 1. echo: the gateway against the server's own one-child ceiling.
-  echo_gateway() { gw="$(wrk_json "$demo_url/call-tool" "$echo_body")"; }
-  echo_threads1() { gw1="$(wrk_json "$threads1_url/call-tool" "$echo_body")"; }
-  echo_direct() { direct="$("$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>/dev/null | tail -1)"; }
+  echo_gateway() { with_node_cpu "$demo_url_pid" cpu_gw wrk_json "$demo_url/call-tool" "$echo_body" >"$work/gw"; gw="$(tail -1 "$work/gw")"; }
+  echo_threads1() { with_node_cpu "$threads1_url_pid" cpu_gw1 wrk_json "$threads1_url/call-tool" "$echo_body" >"$work/gw"; gw1="$(tail -1 "$work/gw")"; }
+  echo_direct() {
+    with_node_cpu self cpu_direct "$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>"$work/direct.err" >"$work/direct"
+    direct="$(tail -1 "$work/direct")"
+  }
   trio echo_gateway echo_threads1 echo_direct
   direct_rps="$(sed -E 's/.*: ([0-9]+) calls\/s.*/\1/' <<<"$direct")"
+  [[ "$direct_rps" =~ ^[0-9]+$ ]] || { echo "goals: mcp_direct gave no result: $direct" >&2; cat "$work/direct.err" >&2; exit 1; }
   echo "$(rps "$gw") $direct_rps $(p99 "$gw") - $(errors "$gw")" >>"$work/echo.txt"
   echo "$(rps "$gw1") $direct_rps $(p99 "$gw1") - $(errors "$gw1")" >>"$work/echo1.txt"
+  echo "$cpu_gw $cpu_gw1 $cpu_direct" >>"$work/node-cpu.txt"
   # 2. GET /tools against the bare handler with the same bytes.
   tools_gateway() { gw="$(wrk_json "$demo_url/tools")"; }
   tools_bare() { hello="$(wrk_json "http://127.0.0.1:$hello_port/")"; }
@@ -177,6 +217,8 @@ row() { # FILE: "measured (p99) | reference (p99)", medians over the rounds
   echo "| GET /tools vs bare axum, same bytes, fresh id and timestamp | $(row "$work/tools.txt" " req/s") | $tools_ratio ($(spread "$work/tools.txt")) | ≥ 0.60, p99 < 5 ms | $(verdict "$tools_ratio" 0.6 "$p99_ok") |"
   echo "| get_current_time, instances: 2 vs one child | $(row "$work/pool.txt" " req/s") | $pool_ratio ($(spread "$work/pool.txt")) | ≥ 1.6 | $(verdict "$pool_ratio" 1.6) |"
   echo "| get_current_time, max_instances: 2 (grows from one) vs one child | $(row "$work/grown.txt" " req/s") | $grown_ratio ($(spread "$work/grown.txt")) | — | reported |"
+  echo
+  echo "During echo, server-everything's main thread (node) was on a CPU / runnable but waiting for one: $(summary "$work/node-cpu.txt" 1) % / $(summary "$work/node-cpu.txt" 2) % of the run through the gateway, $(summary "$work/node-cpu.txt" 3) % / $(summary "$work/node-cpu.txt" 4) % at --worker-threads 1, $(summary "$work/node-cpu.txt" 5) % / $(summary "$work/node-cpu.txt" 6) % driven directly (medians; /proc/PID/task/PID/schedstat)."
   echo
   echo "Errors (socket errors and non-2xx answers) over every wrk run: $all_errors. GET /tools answers $(wc -c <"$work/tools-data.json") bytes of data."
 } | tee "$report"
