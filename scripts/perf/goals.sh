@@ -112,7 +112,7 @@ wait_http "http://127.0.0.1:$hello_port/" 10
 with_node_cpu() {
   local parent="$1" var="$2" cmd node="" first="" last=""
   shift 2
-  "$@" >"$work/out" &
+  "$@" &
   cmd=$!
   [[ "$parent" == self ]] && parent=$cmd
   # Sampled while CMD runs: a child of CMD is gone once CMD ends.
@@ -130,7 +130,6 @@ with_node_cpu() {
   # mcp_direct can fail in its teardown after printing its result; the result line is what
   # counts, and a run without one fails where it is read.
   ((status == 0)) || echo "goals: warning: '$*' ended with exit status $status" >&2
-  cat "$work/out"
   # Shares of the time between the first sample (once node exists) and the last.
   printf -v "$var" '%s' "$(awk -v a="${first:-0 0 0}" -v b="${last:-0 0 1}" \
     'BEGIN { split(a, x, " "); split(b, y, " "); t = y[3] - x[3]; if (t <= 0) t = 1; printf "%.0f %.0f", (y[1] - x[1]) / t * 100, (y[2] - x[2]) / t * 100 }')"
