@@ -42,32 +42,20 @@ everything_js="$root/.deps/node_modules/@modelcontextprotocol/server-everything/
 [[ -f "$everything_js" ]] || { echo "echo-cpu: run scripts/install-mcp-servers.sh first" >&2; exit 2; }
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/bench.sh
+source "$root/scripts/lib/bench.sh"
 ticks_per_s="$(getconf CLK_TCK)"
 
-# serve NAME VAR [TASKSET...]: a gateway with server-everything on a free port; sets VAR to its
-# port, VAR_pid to its process and VAR_node to its node child.
-serve() {
-  local file="$work/$1.yaml" port
-  port="$(free_port)"
-  cat >"$file" <<EOF
-service: { name: $1, port: $port }
-logging: { level: warn, format: json }
-security: { rate_limit: 100000000 }
-limits: { max_concurrent_calls: 1024, queue_depth: 4096 }
-providers:
-  - { name: everything, kind: mcp, command: node, args: ["$everything_js", stdio] }
-EOF
-  "${@:3}" "$gateway" serve --config "$file" >"$file.log" 2>&1 &
-  pids+=($!)
-  wait_http "http://127.0.0.1:$port/health" 60 || { echo "echo-cpu: $1 did not start" >&2; cat "$file.log" >&2; exit 1; }
-  printf -v "$2" '%s' "$port"
-  printf -v "$2_pid" '%s' "$!"
-  printf -v "$2_node" '%s' "$(pgrep -P "$!" -x node | head -1)"
-}
-gw="" gw_pid="" gw_node="" pinned="" pinned_pid="" pinned_node=""
-serve gateway gw
-serve pinned pinned taskset -c "$others"
+everything="  - { name: everything, kind: mcp, command: node, args: [\"$everything_js\", stdio] }"
+gw="" gw_pid="" pinned="" pinned_pid=""
+start "$(service gateway "$everything")" gw
+start "$(service pinned "$everything")" pinned
+gw_node="$(pgrep -P "$gw_pid" -x node | head -1)" || true
+pinned_node="$(pgrep -P "$pinned_pid" -x node | head -1)" || true
 [[ -n "$gw_node" && -n "$pinned_node" ]] || { echo "echo-cpu: a gateway has no node child" >&2; exit 1; }
+# Every thread of the pinned gateway to the other CPUs (threads it starts later inherit that),
+# then its node, every thread of it, alone to the last one.
+taskset -a -p -c "$others" "$pinned_pid" >/dev/null
 taskset -a -p -c "$last_cpu" "$pinned_node" >/dev/null
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -75,17 +63,20 @@ idle_total() { awk '/^cpu / { print $5, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }'
 body='{"tool":"echo","arguments":{"message":"hi"}}'
 TIMEFORMAT='%U %S'
 
-# through NAME PORT GATEWAY_PID NODE_PID [TASKSET...]: one wrk run; appends
+# through NAME URL GATEWAY_PID NODE_PID [CPUS]: one wrk run (on CPUS when given); appends
 # "calls/s idle% gateway_us node_us wrk_us errors" to $work/NAME.
 through() {
   local g0 n0 i0 t0 g1 n1 i1 t1 out times
   g0="$(cpu_ticks "$3")" n0="$(cpu_ticks "$4")"
   read -r i0 t0 < <(idle_total)
-  times="$({ time WRK_BODY="$body" "${@:5}" wrk -t2 -c100 -d"${duration}s" -s scripts/perf/report.lua \
-    "http://127.0.0.1:$2/call-tool" >"$work/wrk.out"; } 2>&1)"
+  # A subshell pinned to CPUS runs wrk there; `time` counts it, as a child of this shell.
+  times="$({ time (
+    [[ -z "${5:-}" ]] || taskset -p -c "$5" "$BASHPID" >/dev/null
+    wrk_json "$2/call-tool" "$body" >"$work/wrk.out"
+  ); } 2>&1)"
   g1="$(cpu_ticks "$3")" n1="$(cpu_ticks "$4")"
   read -r i1 t1 < <(idle_total)
-  out="$(tail -1 "$work/wrk.out")"
+  out="$(cat "$work/wrk.out")"
   jq -e '.requests > 0' <<<"$out" >/dev/null || { echo "echo-cpu: wrk got no answer from $1" >&2; exit 1; }
   awk -v req="$(jq .requests <<<"$out")" -v rps="$(jq .rps <<<"$out")" -v err="$(jq .errors <<<"$out")" \
     -v g=$((g1 - g0)) -v n=$((n1 - n0)) -v hz="$ticks_per_s" -v w="$times" -v idle=$((i1 - i0)) -v all=$((t1 - t0)) \
@@ -105,22 +96,14 @@ straight() {
     'BEGIN { split(w, x, " "); split(rate, r, " "); printf "%d %.1f %.1f\n", r[1], idle / all * 100, (x[1] + x[2]) * 1e6 / calls }' >>"$work/direct"
 }
 
-runs=(gateway pinned direct)
+run_gateway() { through gateway "$gw" "$gw_pid" "$gw_node"; }
+run_pinned() { through pinned "$pinned" "$pinned_pid" "$pinned_node" "$others"; }
 for ((round = 1; round <= rounds; round++)); do
-  # Each of the three goes first in turn: on a shared VM the second of two runs back to back
-  # can win by 20 % (docs/performance.md).
-  for ((k = 0; k < 3; k++)); do
-    case "${runs[(round + k) % 3]}" in
-      gateway) through gateway "$gw" "$gw_pid" "$gw_node" ;;
-      pinned) through pinned "$pinned" "$pinned_pid" "$pinned_node" taskset -c "$others" ;;
-      direct) straight ;;
-    esac
-  done
+  trio run_gateway run_pinned straight
   printf 'round %d: gateway %s | pinned %s | direct %s\n' "$round" \
     "$(tail -1 "$work/gateway")" "$(tail -1 "$work/pinned")" "$(tail -1 "$work/direct")" >&2
 done
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # column_of FILE N [FORMAT]: the median of column N of a run's lines.
 column_of() { awk -v c="$2" '{ print $c }' "$work/$1" | median | xargs printf "${3:-%.1f}"; }
 ratios() { paste -d' ' "$work/$1" "$work/direct" | awk '{ print $1 / $7 }' | sort -g; }

@@ -48,40 +48,14 @@ release="${CARGO_TARGET_DIR:-$root/target}/release"
 gateway="$release/mcp-http-gateway"
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/bench.sh
+source "$root/scripts/lib/bench.sh"
 everything_js="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 time_bin="$root/.deps/venv/bin/mcp-server-time"
 [[ -f "$everything_js" && -x "$time_bin" ]] || { echo "goals: run scripts/install-mcp-servers.sh first" >&2; exit 2; }
 mkdir -p "$root/target/perf"
 report="$root/target/perf/goals.md"
 
-# service NAME PROVIDERS_YAML: a config on a free port; prints its path.
-service() {
-  local file="$work/$1.yaml"
-  cat >"$file" <<EOF
-service: { name: $1, port: $(free_port) }
-logging: { level: warn, format: json }
-security: { rate_limit: 100000000 }
-limits: { max_concurrent_calls: 1024, queue_depth: 4096 }
-providers:
-$2
-EOF
-  echo "$file"
-}
-# start CONFIG VAR [SERVE_ARGS...]: serves it until the script ends (in this shell, so that
-# the exit trap stops it); sets VAR to its URL once healthy and VAR_pid to its process id.
-start() {
-  "$gateway" serve --config "$1" "${@:3}" >"$1.log" 2>&1 &
-  pids+=($!)
-  printf -v "$2_pid" '%s' "$!"
-  local url
-  url="http://127.0.0.1:$(port_of "$1")"
-  wait_http "$url/health" 60 || { echo "goals: $1 did not start" >&2; cat "$1.log" >&2; exit 1; }
-  printf -v "$2" '%s' "$url"
-}
-# wrk_json URL [BODY]: one wrk run at 100 connections; its JSON line.
-wrk_json() {
-  WRK_BODY="${2:-}" wrk -t2 -c100 -d"${duration}s" -s scripts/perf/report.lua "$1" | tail -1
-}
 verdict() { # RATIO GOAL [EXTRA_OK]
   if jq -en --argjson r "$1" --argjson g "$2" '$r >= $g' >/dev/null && [[ "${3:-true}" == true ]]; then echo met; else echo MISSED; fi
 }
@@ -140,43 +114,32 @@ errors() { jq -r .errors <<<"$1"; }
 # Each round appends "measured reference measured_p99 reference_p99 errors" to a goal's file.
 echo_body='{"tool":"echo","arguments":{"message":"hi"}}'
 time_body='{"tool":"get_current_time","arguments":{"timezone":"UTC"}}'
-# pair A B: runs the two measurements of a goal back to back, A first in odd rounds and B first
-# in even ones: on this VM the second of two back-to-back runs is often the faster (an A/B of
-# one build against itself shows it), so a fixed order would bias every ratio one way.
-pair() {
-  if ((round % 2)); then "$1"; "$2"; else "$2"; "$1"; fi
+# The measurements of a round, each setting the variable its goal reads.
+# 1. echo: the gateway (and the same at one worker thread) against the server's own one-child
+# ceiling.
+echo_gateway() { with_node_cpu "$demo_url_pid" cpu_gw wrk_json "$demo_url/call-tool" "$echo_body" >"$work/gw"; gw="$(tail -1 "$work/gw")"; }
+echo_threads1() { with_node_cpu "$threads1_url_pid" cpu_gw1 wrk_json "$threads1_url/call-tool" "$echo_body" >"$work/gw"; gw1="$(tail -1 "$work/gw")"; }
+echo_direct() {
+  with_node_cpu self cpu_direct "$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>"$work/direct.err" >"$work/direct"
+  direct="$(tail -1 "$work/direct")"
 }
-# trio A B C: three measurements, each first in turn.
-trio() {
-  case $((round % 3)) in
-    1) "$1"; "$2"; "$3" ;;
-    2) "$2"; "$3"; "$1" ;;
-    *) "$3"; "$1"; "$2" ;;
-  esac
-}
+# 2. GET /tools against the bare handler with the same bytes.
+tools_gateway() { gw="$(wrk_json "$demo_url/tools")"; }
+tools_bare() { hello="$(wrk_json "http://127.0.0.1:$hello_port/")"; }
+# 3. a pool of two mcp-server-time children (and one that grows to two) against one.
+pool_two() { two="$(wrk_json "$pooled_url/call-tool" "$time_body")"; }
+pool_grown() { grown="$(wrk_json "$growing_url/call-tool" "$time_body")"; }
+pool_one() { one="$(wrk_json "$demo_url/call-tool" "$time_body")"; }
+
 for ((round = 1; round <= rounds; round++)); do
-  # 1. echo: the gateway against the server's own one-child ceiling.
-  echo_gateway() { with_node_cpu "$demo_url_pid" cpu_gw wrk_json "$demo_url/call-tool" "$echo_body" >"$work/gw"; gw="$(tail -1 "$work/gw")"; }
-  echo_threads1() { with_node_cpu "$threads1_url_pid" cpu_gw1 wrk_json "$threads1_url/call-tool" "$echo_body" >"$work/gw"; gw1="$(tail -1 "$work/gw")"; }
-  echo_direct() {
-    with_node_cpu self cpu_direct "$release/examples/mcp_direct" 100 "$duration" echo '{"message":"hi"}' -- node "$everything_js" stdio 2>"$work/direct.err" >"$work/direct"
-    direct="$(tail -1 "$work/direct")"
-  }
   trio echo_gateway echo_threads1 echo_direct
   direct_rps="$(sed -E 's/.*: ([0-9]+) calls\/s.*/\1/' <<<"$direct")"
   [[ "$direct_rps" =~ ^[0-9]+$ ]] || { echo "goals: mcp_direct gave no result: $direct" >&2; cat "$work/direct.err" >&2; exit 1; }
   echo "$(rps "$gw") $direct_rps $(p99 "$gw") - $(errors "$gw")" >>"$work/echo.txt"
   echo "$(rps "$gw1") $direct_rps $(p99 "$gw1") - $(errors "$gw1")" >>"$work/echo1.txt"
   echo "$cpu_gw $cpu_gw1 $cpu_direct" >>"$work/node-cpu.txt"
-  # 2. GET /tools against the bare handler with the same bytes.
-  tools_gateway() { gw="$(wrk_json "$demo_url/tools")"; }
-  tools_bare() { hello="$(wrk_json "http://127.0.0.1:$hello_port/")"; }
   pair tools_gateway tools_bare
   echo "$(rps "$gw") $(rps "$hello") $(p99 "$gw") $(p99 "$hello") $(($(errors "$gw") + $(errors "$hello")))" >>"$work/tools.txt"
-  # 3. a pool of two mcp-server-time children against one.
-  pool_two() { two="$(wrk_json "$pooled_url/call-tool" "$time_body")"; }
-  pool_grown() { grown="$(wrk_json "$growing_url/call-tool" "$time_body")"; }
-  pool_one() { one="$(wrk_json "$demo_url/call-tool" "$time_body")"; }
   trio pool_two pool_grown pool_one
   echo "$(rps "$two") $(rps "$one") $(p99 "$two") $(p99 "$one") $(($(errors "$one") + $(errors "$two")))" >>"$work/pool.txt"
   echo "$(rps "$grown") $(rps "$one") $(p99 "$grown") $(p99 "$one") $(errors "$grown")" >>"$work/grown.txt"
@@ -186,8 +149,8 @@ done
 # summary FILE COLUMN: the median of a column ("ratio" = measured / reference per round),
 # whole numbers above 100 (requests per second), else to the hundredth.
 summary() {
-  awk -v col="$2" '{ v = (col == "ratio") ? $1 / $2 : $col; print v }' "$1" | sort -g |
-    awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf((m > 100) ? "%.0f\n" : "%.4g\n", m) }'
+  awk -v col="$2" '{ v = (col == "ratio") ? $1 / $2 : $col; print v }' "$1" | median |
+    awk '{ printf(($1 > 100) ? "%.0f\n" : "%.4g\n", $1) }'
 }
 spread() { # FILE: the lowest and highest of the rounds' ratios
   awk '{ print $1 / $2 }' "$1" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f–%.2f", lo, hi }'
