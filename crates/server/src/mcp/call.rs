@@ -1,14 +1,19 @@
 //! `tools/call` over MCP: the same [`Service::call_tool`] as POST /call-tool (validation,
 //! timeouts, limits), with the caller's progress token, cancellation and server-to-client
-//! requests routed back to it, answered as [`super::errors`] maps failures.
+//! requests routed back to it, answered as [`super::errors`] maps failures. Both ways a call
+//! comes in run [`McpBridge::run_call`]: through rmcp ([`McpBridge::call`]) and answered as
+//! one JSON body by [`super::direct`].
 
 #![allow(deprecated)]
 
+use std::future::Future;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, JsonObject,
+    RequestId, RequestMetaObject,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer};
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::Value;
 
 use std::time::Duration;
@@ -22,30 +27,38 @@ use crate::telemetry::{Span, SpanKind, TraceContext, TraceParent};
 /// How long an answer waits for the call's last progress reports to be sent.
 const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
 
+/// One `tools/call` as its way in hands it over.
+pub(super) struct ToolCall<'a> {
+    pub name: &'a str,
+    pub arguments: JsonObject,
+    /// The request's `_meta` (progress token, trace context).
+    pub meta: &'a RequestMetaObject,
+    /// The HTTP request it came in (its client, trace context and session header).
+    pub parts: Option<&'a axum::http::request::Parts>,
+    pub jsonrpc_id: &'a RequestId,
+    /// The session's peer, for progress reports (none when the call cannot report any).
+    pub peer: Option<Peer<RoleServer>>,
+}
+
 impl McpBridge {
     /// The MCP server span of one `tools/call` (OpenTelemetry's MCP conventions: named
     /// `tools/call {tool}`, `mcp.method.name`, `gen_ai.tool.name`). Its parent is the trace
     /// context the request carries in `params._meta` (`traceparent`/`tracestate`, reserved by
     /// SEP-414, modelcontextprotocol.io/seps/414-request-meta, part of the 2026-07-28 revision)
     /// when valid, else the HTTP request's server span.
-    fn call_span(
-        &self,
-        tool: &str,
-        context: &RequestContext<RoleServer>,
-        session_id: Option<&str>,
-    ) -> Span {
+    fn call_span(&self, call: &ToolCall<'_>, session_id: Option<&str>) -> Span {
+        let tool = call.name;
         let name = format!("tools/call {tool}");
-        let from_meta = context
+        let from_meta = call
             .meta
             .get_traceparent()
             .and_then(TraceParent::parse)
             .map(|parent| {
-                let state = context.meta.get_tracestate().map(|s| tracestate([s]));
+                let state = call.meta.get_tracestate().map(|s| tracestate([s]));
                 (parent, state.flatten())
             });
-        let ambient = context
-            .extensions
-            .get::<axum::http::request::Parts>()
+        let ambient = call
+            .parts
             .and_then(|parts| parts.extensions.get::<TraceContext>());
         let mut span = match (from_meta, ambient) {
             (Some(incoming), _) => Span::server(Some(incoming), self.service.spans(), name),
@@ -56,7 +69,7 @@ impl McpBridge {
             span.set("mcp.method.name", "tools/call");
             span.set("gen_ai.operation.name", "execute_tool");
             span.set("gen_ai.tool.name", tool.to_owned());
-            span.set("jsonrpc.request.id", context.id.to_string());
+            span.set("jsonrpc.request.id", call.jsonrpc_id.to_string());
             span.set("network.transport", "tcp");
             span.set("network.protocol.name", "http");
             if let Some(session) = session_id {
@@ -66,17 +79,39 @@ impl McpBridge {
         span
     }
 
+    /// `tools/call` as rmcp hands it over.
     pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.seen(&context);
+        let CallToolRequestParams {
+            name, arguments, ..
+        } = request;
+        let call = ToolCall {
+            name: &name,
+            arguments: arguments.unwrap_or_default(),
+            meta: &context.meta,
+            parts: context.extensions.get::<axum::http::request::Parts>(),
+            jsonrpc_id: &context.id,
+            peer: Some(context.peer.clone()),
+        };
+        let client = self.client(&context);
+        self.run_call(call, client, context.ct.cancelled()).await
+    }
+
+    /// Runs one call for `client` until it ends or `cancelled` (notifications/cancelled from
+    /// the client) completes: its span, its access line, its answer.
+    pub(super) async fn run_call(
+        &self,
+        request: ToolCall<'_>,
+        client: crate::service::client::Client,
+        cancelled: impl Future<Output = ()>,
+    ) -> Result<CallToolResponse, McpError> {
         let request_id = uuid::Uuid::new_v4().to_string();
         let invocation_id = uuid::Uuid::new_v4().to_string();
-        let parts = context.extensions.get::<axum::http::request::Parts>();
-        let client = self.client(&context);
-        let session_id = parts.and_then(|parts| {
+        let session_id = request.parts.and_then(|parts| {
             parts
                 .headers
                 .get("mcp-session-id")?
@@ -84,26 +119,24 @@ impl McpBridge {
                 .ok()
                 .map(str::to_owned)
         });
-        let mut span = self.call_span(&request.name, &context, session_id.as_deref());
+        let mut span = self.call_span(&request, session_id.as_deref());
         let trace = span.context().clone();
-        let arguments = request.arguments.unwrap_or_default();
-        let (progress, forwarding) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, forwarding) =
-                    forward_progress(self.service.drain(), context.peer.clone(), token);
+        let (progress, forwarding) = match (request.meta.get_progress_token(), request.peer) {
+            (Some(token), Some(peer)) => {
+                let (sink, forwarding) = forward_progress(self.service.drain(), peer, token);
                 (Some(sink), Some(forwarding))
             }
-            None => (None, None),
+            _ => (None, None),
         };
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // What the upstream asks its client during the call goes to this request's client.
-        let caller = Caller::new(self.downstream.clone(), Some(context.id.clone()));
+        let caller = Caller::new(self.downstream.clone(), Some(request.jsonrpc_id.clone()));
         let call = CALLER.scope(
             caller.clone(),
             self.service.call_tool(
-                &request.name,
-                arguments,
+                request.name,
+                request.arguments,
                 &request_id,
                 &client,
                 &trace,
@@ -114,7 +147,7 @@ impl McpBridge {
         // request (which rmcp cancels on drop).
         let outcome = tokio::select! {
             outcome = call => Some(outcome),
-            _ = context.ct.cancelled() => None,
+            _ = cancelled => None,
         };
         // Every progress report goes out before the answer: the forwarder ends once the call
         // has dropped its ends of the channel and the reports are sent.
@@ -138,7 +171,7 @@ impl McpBridge {
             session_id = session_id.as_deref(),
             request_id = %request_id,
             trace_id = %trace.trace_id(),
-            jsonrpc_id = %context.id,
+            jsonrpc_id = %request.jsonrpc_id,
             transport = "mcp",
             client = client.as_str(),
             tool = %request.name,
@@ -166,7 +199,7 @@ impl McpBridge {
             // The server's own isError result too, given the table's data when it carries
             // none; a failure of ours is answered per the table.
             Some(Err(failure)) => {
-                let typed = self.service.has_output_schema(&request.name);
+                let typed = self.service.has_output_schema(request.name);
                 let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
                 match (theirs, error_for(failure, &request_id, typed)) {
                     (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {

@@ -7,7 +7,7 @@
 //! are read as strict JSON ([`contract::strict_json`]) within `limits`, as REST bodies are.
 
 use crate::sync::Unpoisoned;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::Json;
@@ -21,15 +21,21 @@ use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
+use super::direct::{self, DirectSessions};
 use super::errors::jsonrpc;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
+use crate::service::Service;
 use crate::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
 #[derive(Clone)]
 pub struct McpGate {
     pub book: SessionBook,
+    /// For the calls answered here ([`super::direct`]).
+    pub service: Arc<Service>,
+    pub direct: DirectSessions,
     pub in_flight: InFlight,
     pub max_body: usize,
     pub json: JsonLimits,
@@ -189,6 +195,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         let mut response = next.run(request).await;
         if method == Method::DELETE && response.status().is_success() {
             gate.book.close(&session);
+            gate.direct.forget(&session);
             // rmcp answers 202; clients (the Python SDK among them) expect 200 or 204 for a
             // session that is ended, and warn otherwise.
             *response.status_mut() = StatusCode::OK;
@@ -200,7 +207,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
         return body_too_large(gate.max_body);
     };
-    let message = match read_message(&bytes, &gate.json) {
+    let mut message = match read_message(&bytes, &gate.json) {
         Ok(message) => message.unwrap_or(Value::Null),
         Err(refusal) => return refused_body(&refusal),
     };
@@ -246,9 +253,14 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         return response;
     }
     let Some(id) = id else {
+        if message["method"] == "notifications/cancelled" {
+            // A call answered here is cancelled here; rmcp cancels its own.
+            gate.in_flight
+                .cancel(&session, &message["params"]["requestId"]);
+        }
         return next.run(request).await;
     };
-    let Some(running) = Running::claim(&gate.in_flight, (session, id.to_string())) else {
+    let Some(running) = Running::claim(&gate.in_flight, (session.clone(), id.to_string())) else {
         let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": jsonrpc::INVALID_REQUEST,
             "message": format!("Duplicate request id {id}: a request with this id is still running in this session"),
@@ -256,6 +268,14 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         }});
         return Json(answer).into_response();
     };
+    if let Some(call) = direct::direct_call(&gate.direct, &session, request.headers(), &mut message)
+    {
+        let (parts, _) = request.into_parts();
+        let cancelled = running.cancelled.clone();
+        let answer = direct::answer(gate.service.clone(), call, parts, cancelled).await;
+        drop(running);
+        return answer;
+    }
     let (parts, body) = next.run(request).await.into_parts();
     // The id stays taken until the answer's stream has been sent (or dropped).
     let running = Arc::new(running);
@@ -269,7 +289,12 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
 /// Expires idle sessions every [`SessionBook::sweep_period`] until `stop`, ending rmcp's
 /// side of each expired Streamable HTTP session (an SSE session ends on its record's token);
 /// at `stop` every session is closed.
-pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: Shutdown) {
+pub fn sweep_sessions(
+    book: SessionBook,
+    rmcp: Arc<LocalSessionManager>,
+    direct: DirectSessions,
+    stop: Shutdown,
+) {
     stop.clone().spawn(async move {
         let mut tick = tokio::time::interval(book.sweep_period());
         loop {
@@ -281,6 +306,7 @@ pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: S
                 _ = tick.tick() => {
                     for record in book.sweep(chrono::Utc::now()) {
                         if record.transport == Transport::StreamableHttp {
+                            direct.forget(&record.session_id);
                             let _ = rmcp.close_session(&record.session_id.clone().into()).await;
                         }
                     }
@@ -292,22 +318,40 @@ pub fn sweep_sessions(book: SessionBook, rmcp: Arc<LocalSessionManager>, stop: S
 
 /// The JSON-RPC requests running now, by (session, id): a second request with an id still
 /// running in its session is refused before rmcp sees it (rmcp routes answers by id, so a
-/// duplicate would get no answer at all).
+/// duplicate would get no answer at all). Each has the token its client's
+/// notifications/cancelled cancels (read by the calls answered here).
 #[derive(Clone, Default)]
-pub struct InFlight(Arc<Mutex<HashSet<(String, String)>>>);
+pub struct InFlight(Arc<Mutex<HashMap<(String, String), CancellationToken>>>);
+
+impl InFlight {
+    /// notifications/cancelled for `request_id` (its JSON value) in `session`.
+    fn cancel(&self, session: &str, request_id: &Value) {
+        let key = (session.to_owned(), request_id.to_string());
+        if let Some(token) = self.0.read_unpoisoned().get(&key) {
+            token.cancel();
+        }
+    }
+}
 
 /// Holds a request's place in [`InFlight`] for as long as it runs.
 struct Running {
     in_flight: InFlight,
     key: (String, String),
+    cancelled: CancellationToken,
 }
 
 impl Running {
     fn claim(in_flight: &InFlight, key: (String, String)) -> Option<Running> {
-        let fresh = in_flight.0.write_unpoisoned().insert(key.clone());
-        fresh.then(|| Running {
+        let mut running = in_flight.0.write_unpoisoned();
+        if running.contains_key(&key) {
+            return None;
+        }
+        let cancelled = CancellationToken::new();
+        running.insert(key.clone(), cancelled.clone());
+        Some(Running {
             in_flight: in_flight.clone(),
             key,
+            cancelled,
         })
     }
 }

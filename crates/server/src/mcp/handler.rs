@@ -27,6 +27,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::merged_capabilities;
+use super::direct::DirectSessions;
 use super::errors::jsonrpc;
 use crate::provider::mcp::Upstream;
 use crate::provider::mcp::downstream::Downstream;
@@ -42,11 +43,16 @@ pub struct McpBridge {
     /// The client that opened the session, for a transport whose messages carry no HTTP
     /// request of their own (legacy SSE); on /mcp each request names its client.
     opener: Option<Client>,
+    /// Where a `/mcp` session is registered once its handshake is done, for the calls the
+    /// gate answers as JSON ([`super::direct`]); none on the legacy transport.
+    direct: Option<DirectSessions>,
 }
 
-/// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown).
+/// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown). Each session
+/// is registered in `direct` once its handshake is done.
 pub fn endpoint(
     service: Arc<Service>,
+    direct: DirectSessions,
     stop: CancellationToken,
 ) -> (
     StreamableHttpService<McpBridge, LocalSessionManager>,
@@ -60,10 +66,19 @@ pub fn endpoint(
         // per request so a reload applies); rmcp's own copy of the rule would disagree with it.
         .disable_allowed_hosts()
         .disable_allowed_origins()
+        // A stateless (2026-07-28) request whose handler sends nothing before its answer is
+        // answered as one JSON body, not an SSE stream of one event (the spec allows either,
+        // and rmcp falls back to the stream when a notification or request comes first).
+        .with_json_response(true)
         .with_cancellation_token(stop);
     let sessions = Arc::new(sessions);
     let endpoint = StreamableHttpService::new(
-        move || Ok(McpBridge::new(service.clone())),
+        move || {
+            Ok(McpBridge {
+                direct: Some(direct.clone()),
+                ..McpBridge::new(service.clone())
+            })
+        },
         sessions.clone(),
         config,
     );
@@ -81,10 +96,16 @@ fn upstream_error(what: &str, e: ServiceError) -> McpError {
 impl McpBridge {
     pub fn new(service: Arc<Service>) -> Self {
         let downstream = Downstream::new(service.downstreams());
+        McpBridge::for_session(service, downstream)
+    }
+
+    /// The view of the session whose providers' side is `downstream`.
+    pub fn for_session(service: Arc<Service>, downstream: Arc<Downstream>) -> Self {
         McpBridge {
             service,
             downstream,
             opener: None,
+            direct: None,
         }
     }
 
@@ -160,6 +181,15 @@ impl ServerHandler for McpBridge {
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         self.downstream.attach(&context.peer);
         self.downstream.set_initialized();
+        if let Some(direct) = &self.direct
+            && let Some(session) = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())
+        {
+            direct.register(session, &self.downstream);
+        }
         let mut changes = self.service.watch_tool_list();
         let peer = context.peer;
         self.service.drain().spawn(async move {

@@ -1,14 +1,16 @@
 //! The incoming MCP surface of a service: the same tools as the REST routes, for agents.
 //!
 //! `/mcp` is rmcp's Streamable HTTP server running [`handler::McpBridge`] behind our
-//! [`gate`] (the session rules of [`sessions`], duplicate ids), after the service's one Host
-//! and Origin check (`http/hosts.rs`, in front of every route);
+//! [`gate`] (the session rules of [`sessions`], duplicate ids; a plain `tools/call` answered
+//! as JSON by [`direct`]), after the service's one Host and Origin check (`http/hosts.rs`, in
+//! front of every route);
 //! `/sse` + `/messages` is the legacy transport ([`legacy_sse`]) with the same gate and bridge.
 //! Failures are answered as [`errors`] maps them. The outgoing side (MCP servers we call) is
 //! `provider::mcp`.
 
 mod call;
 mod capabilities;
+mod direct;
 pub mod errors;
 pub mod gate;
 pub mod handler;
@@ -32,10 +34,14 @@ pub fn router(service: Arc<Service>) -> Router {
         .with_metrics(service.metrics.clone())
         .with_cluster(service.cluster.clone());
     let stop = service.drain().clone();
-    let (endpoint, rmcp_sessions) = handler::endpoint(service.clone(), stop.token());
-    gate::sweep_sessions(book.clone(), rmcp_sessions, stop);
+    let direct = direct::DirectSessions::default();
+    let (endpoint, rmcp_sessions) =
+        handler::endpoint(service.clone(), direct.clone(), stop.token());
+    gate::sweep_sessions(book.clone(), rmcp_sessions, direct.clone(), stop);
     let gate = gate::McpGate {
         book,
+        service: service.clone(),
+        direct,
         in_flight: gate::InFlight::default(),
         max_body: settings.config.limits.max_body_bytes,
         json: settings.config.limits.json(),

@@ -56,6 +56,13 @@ pub async fn serve(listener: TcpListener, service: Arc<Service>, app: Router, st
                 }
             },
         };
+        // Every answer goes out as soon as it is written. With Nagle's algorithm on, a
+        // streamed answer (an MCP call's SSE stream, a legacy SSE event) whose head and body are
+        // written apart waits for the client's delayed ACK: 40 ms per call on a kept-alive
+        // connection (docs/performance.md, "The per-call floor on kept-alive connections").
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, "TCP_NODELAY not set: {e}");
+        }
         // Read per connection, so a reload applies to the connections after it.
         let builder = connection_builder(&service.settings().config.limits);
         let app = app

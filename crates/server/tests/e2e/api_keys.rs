@@ -79,21 +79,7 @@ async fn mcp_as(gw: &Gateway, key: &str) -> McpSession {
         )
         .build()
         .unwrap();
-    let url = gw.url("/mcp");
-    let init = McpSession::send(&client, &url, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "keyed", "version": "1"}}}))
-    .await;
-    assert_eq!(init.status(), 200, "initialize with key");
-    let id = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let _ = init.text().await;
-    let session = McpSession { client, url, id };
-    session
-        .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
-    session
+    McpSession::open_on(client, &gw.url("/mcp"), "keyed", json!({})).await
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::process::Gateway;
 
 /// A Streamable HTTP session driven by hand, JSON-RPC message by message.
+#[derive(Clone)]
 pub struct McpSession {
     pub client: reqwest::Client,
     pub url: String,
@@ -26,17 +27,51 @@ impl McpSession {
 
     /// A session after `initialize` only: the handshake is not finished.
     pub async fn initialize(gw: &Gateway, client_name: &str) -> McpSession {
-        let client = reqwest::Client::new();
-        let url = gw.url("/mcp");
-        let init = McpSession::send(&client, &url, None, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": client_name, "version": "0.9"}}}))
+        McpSession::initialize_on(
+            reqwest::Client::new(),
+            &gw.url("/mcp"),
+            client_name,
+            serde_json::json!({}),
+        )
+        .await
+    }
+
+    /// A session at `url` after `initialize` only, sent by `client` (its headers, its
+    /// connections) for a client called `client_name` that offers `capabilities`.
+    pub async fn initialize_on(
+        client: reqwest::Client,
+        url: &str,
+        client_name: &str,
+        capabilities: Value,
+    ) -> McpSession {
+        let init = McpSession::send(&client, url, None, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": client_name, "version": "0.9"}}}))
         .await;
+        assert_eq!(init.status(), 200, "initialize");
         let id = init.headers()["mcp-session-id"]
             .to_str()
             .unwrap()
             .to_owned();
         let _ = init.text().await;
-        McpSession { client, url, id }
+        McpSession {
+            client,
+            url: url.to_owned(),
+            id,
+        }
+    }
+
+    /// The same after the whole handshake.
+    pub async fn open_on(
+        client: reqwest::Client,
+        url: &str,
+        client_name: &str,
+        capabilities: Value,
+    ) -> McpSession {
+        let session = McpSession::initialize_on(client, url, client_name, capabilities).await;
+        session
+            .post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        session
     }
 
     /// Posts one JSON-RPC message to `url`, in `session` when given.
