@@ -27,14 +27,27 @@ use crate::provider::mcp::downstream::Downstream;
 use crate::service::Service;
 use crate::service::client::Client;
 
-/// The Streamable HTTP sessions by id, as the MCP providers see them: registered when a
-/// session's handshake ends (`notifications/initialized`), so that a call answered here runs
-/// in its session (the pool child pinned to it, its upstream connection per client session).
+/// The Streamable HTTP sessions whose calls may be answered here, by id, as the MCP providers
+/// see them: registered when a session's handshake ends (`notifications/initialized`) if its
+/// client offers nothing to ask (judged once, there, not per call), so that a call answered
+/// here runs in its session (the pool child pinned to it, its upstream connection per client
+/// session).
 #[derive(Clone, Default)]
 pub struct DirectSessions(Arc<Mutex<HashMap<String, Weak<Downstream>>>>);
 
 impl DirectSessions {
+    /// Takes the session up if its client, as `initialize` declared it, offers nothing a
+    /// server may ask during a call.
     pub fn register(&self, session_id: &str, downstream: &Arc<Downstream>) {
+        if downstream
+            .capabilities()
+            .is_some_and(|c| asks_nothing_back(&c))
+        {
+            self.insert(session_id, downstream);
+        }
+    }
+
+    fn insert(&self, session_id: &str, downstream: &Arc<Downstream>) {
         self.0
             .write_unpoisoned()
             .insert(session_id.to_owned(), Arc::downgrade(downstream));
@@ -123,12 +136,6 @@ pub fn direct_call(
         return None;
     }
     let downstream = sessions.get(session_id)?;
-    if !downstream
-        .capabilities()
-        .is_some_and(|c| asks_nothing_back(&c))
-    {
-        return None;
-    }
     let id: RequestId = serde_json::from_value(message.get("id")?.clone()).ok()?;
     let params = serde_json::from_value(message.get_mut("params")?.take()).ok()?;
     Some(DirectCall {
@@ -268,7 +275,7 @@ mod tests {
         let sessions = DirectSessions::default();
         let downstreams = crate::provider::mcp::downstream::Downstreams::default();
         let downstream = Downstream::new(&downstreams);
-        sessions.register("s", &downstream);
+        sessions.insert("s", &downstream);
         for params in [
             serde_json::json!({"name": "echo", "_meta": {"progressToken": 1}}),
             serde_json::json!({"name": "echo", "task": {"ttl": 1000}}),
@@ -280,10 +287,20 @@ mod tests {
             assert!(direct_call(&sessions, "s", &headers(&PLAIN), &mut message).is_none());
             assert_eq!(message, kept, "the message is left whole for rmcp");
         }
-        // A session whose client is not known yet (no peer attached) stays with rmcp too.
-        let mut plain = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}});
-        assert!(direct_call(&sessions, "s", &headers(&PLAIN), &mut plain).is_none());
+        let mut plain = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "m"}, "_meta": {"traceparent": "x"}}});
         assert!(direct_call(&sessions, "other", &headers(&PLAIN), &mut plain).is_none());
+        let mut named = PLAIN.to_vec();
+        named.push(("mcp-name", "echo"));
+        assert!(direct_call(&sessions, "s", &headers(&named), &mut plain).is_none());
+        let call = direct_call(&sessions, "s", &headers(&PLAIN), &mut plain).unwrap();
+        assert_eq!(call.params.name, "echo");
+        assert_eq!(call.params.arguments.unwrap()["message"], "m");
+        assert_eq!(call.id, RequestId::Number(1));
+        // A session whose client is not known yet (no peer attached) is not taken up.
+        let unknown = Downstream::new(&downstreams);
+        sessions.register("u", &unknown);
+        assert!(sessions.get("u").is_none());
     }
 
     #[test]
@@ -291,13 +308,13 @@ mod tests {
         let sessions = DirectSessions::default();
         let downstreams = crate::provider::mcp::downstream::Downstreams::default();
         let downstream = Downstream::new(&downstreams);
-        sessions.register("s", &downstream);
+        sessions.insert("s", &downstream);
         assert!(sessions.get("s").is_some());
         drop(downstream);
         assert!(sessions.get("s").is_none());
         assert!(sessions.0.read_unpoisoned().is_empty());
         let kept = Downstream::new(&downstreams);
-        sessions.register("t", &kept);
+        sessions.insert("t", &kept);
         sessions.forget("t");
         assert!(sessions.get("t").is_none());
     }
