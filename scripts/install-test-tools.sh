@@ -21,9 +21,9 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/install-test-tools.sh [--help]
 
-Makes sure `bats`, `shellcheck`, `chromium`, `prometheus` (with `promtool`), `redis-server` and
-`haproxy` (on PATH or in /usr/sbin) are installed, installing the missing ones with
-apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
+Makes sure `bats`, `shellcheck`, `chromium`, `prometheus` (with `promtool`), `redis-server`,
+`haproxy` (on PATH or in /usr/sbin) and, on Linux, `systemd-analyze` are installed, installing
+the missing ones with apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
 in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
 in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
 .deps/openapi-ts, and that hello-py (grpcio, pinned, and its generated stubs) is in
@@ -111,6 +111,15 @@ for tool in bats shellcheck chromium prometheus redis-server haproxy; do
     missing+=("$tool")
   fi
 done
+# systemd-analyze verifies the systemd unit (launchd/tests/systemd.bats), on Linux; it comes
+# with Debian's systemd package.
+if [ "$(uname -s)" = Linux ]; then
+  if where systemd-analyze >/dev/null; then
+    say "systemd-analyze is installed ($(where systemd-analyze))"
+  else
+    missing+=(systemd)
+  fi
+fi
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if command -v apt-get >/dev/null 2>&1; then
@@ -154,6 +163,7 @@ fi
 
 for tool in "${missing[@]}"; do
   [ "$tool" = chromium ] && command -v brew >/dev/null 2>&1 && continue
+  [ "$tool" = systemd ] && tool=systemd-analyze
   where "$tool" >/dev/null || { say "$tool is still not installed after installing it"; exit 1; }
   say "installed $tool ($(where "$tool"))"
 done

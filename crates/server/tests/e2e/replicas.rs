@@ -7,7 +7,8 @@
 //! fails the limit open or closed and shows in /health and /metrics until Redis is back.
 //!
 //! `redis-server` and `haproxy` come from scripts/install-test-tools.sh (Debian packages). A
-//! machine without them skips these tests saying so; in CI (`CI=true`) that is a failure.
+//! machine without them fails these tests, saying what to install: they never pass by
+//! skipping.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -25,32 +26,30 @@ use crate::harness::*;
 
 const KEY: &str = "alice-key-0123456789";
 
-/// `name` on PATH or in /usr/sbin (Debian puts haproxy there); `None`, with a "not run" line,
-/// when missing outside CI; missing in CI fails the test.
-fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
+/// `name` on PATH or in /usr/sbin (Debian puts haproxy there). Missing, the test fails:
+/// scripts/install-test-tools.sh (run by the README's test command) installs it, and a test
+/// that skips would pass while testing nothing.
+fn tool(name: &str, package: &str) -> PathBuf {
+    std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
         .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let said = format!(
-            "`{name}` is not installed: run scripts/install-test-tools.sh (Debian package `{package}`)"
-        );
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{said}");
-        eprintln!("not run: {said}");
-    }
-    found
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{name}` is not installed: run scripts/install-test-tools.sh (Debian package `{package}`)"
+            )
+        })
 }
 
-/// Both tools, or `None` (the test is not run).
-fn tools() -> Option<(PathBuf, PathBuf)> {
-    Some((
-        tool("redis-server", "redis-server")?,
-        tool("haproxy", "haproxy")?,
-    ))
+/// Both tools.
+fn tools() -> (PathBuf, PathBuf) {
+    (
+        tool("redis-server", "redis-server"),
+        tool("haproxy", "haproxy"),
+    )
 }
 
 /// A redis-server on a free loopback port, without persistence; killed when dropped.
@@ -273,9 +272,7 @@ async fn burst(url: &str, n: usize) -> Vec<(u16, Option<String>)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limit_holds_across_replicas_only_with_redis() {
-    let Some((redis_bin, haproxy_bin)) = tools() else {
-        return;
-    };
+    let (redis_bin, haproxy_bin) = tools();
     let redis = Redis::start(&redis_bin).await;
 
     // Three replicas sharing Redis: 60 a minute for alice, whichever replica she reaches.
@@ -329,9 +326,7 @@ async fn a_rate_limit_holds_across_replicas_only_with_redis() {
 /// without Redis each replica counts its own 10.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_rate_limit_holds_across_replicas_only_with_redis() {
-    let Some((redis_bin, _)) = tools() else {
-        return;
-    };
+    let (redis_bin, _) = tools();
     let redis = Redis::start(&redis_bin).await;
     let providers = format!(
         "  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio], limits: {{ tools: [{{ tool: echo, rate_limit: 10 }}] }} }}\n",
@@ -454,9 +449,7 @@ async fn rpc(answer: reqwest::Response) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_stick_to_their_replica_and_a_dead_owner_means_404_then_a_new_session() {
-    let Some((redis_bin, haproxy_bin)) = tools() else {
-        return;
-    };
+    let (redis_bin, haproxy_bin) = tools();
     let redis = Redis::start(&redis_bin).await;
     let mut gws = replicas(3, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
     let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
@@ -577,9 +570,7 @@ async fn sse_messages(stream: &mut reqwest::Response, n: usize) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_once() {
-    let Some((redis_bin, haproxy_bin)) = tools() else {
-        return;
-    };
+    let (redis_bin, haproxy_bin) = tools();
     let redis = Redis::start(&redis_bin).await;
     // 21 requests a minute: the test sends 19 through the balancer, so a message counted
     // again by the replica it is forwarded to (12 of the 18 posts, round robin over 3) would
@@ -661,9 +652,7 @@ async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_onc
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_killed_under_load_costs_only_the_requests_it_held() {
-    let Some((redis_bin, haproxy_bin)) = tools() else {
-        return;
-    };
+    let (redis_bin, haproxy_bin) = tools();
     let redis = Redis::start(&redis_bin).await;
     let mut gws = replicas(3, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
     let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
@@ -807,9 +796,7 @@ async fn tools_status(gw: &Gateway) -> u16 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn redis_down_fails_the_limit_open_or_closed_shows_it_and_recovers() {
-    let Some((redis_bin, _)) = tools() else {
-        return;
-    };
+    let (redis_bin, _) = tools();
     let mut redis = Redis::start(&redis_bin).await;
     let cluster = |mode: &str| {
         format!(
