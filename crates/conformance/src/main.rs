@@ -1,5 +1,7 @@
 //! `conformance`: property-tests a running service against the mcp-http-gateway contract.
-//! Exit 0 only when every check passed; 1 when one failed; 2 when the run could not start.
+//! Exit 0 only when every check passed and the run tested what it lists; 1 when a check
+//! failed, a listed tool was never exercised (unless --allow-not-exercised names it) or a
+//! check ran no case without saying why; 2 when the run could not start.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +53,10 @@ struct Cli {
     /// Do not call this tool (repeatable), e.g. one that is slow or reaches the network.
     #[arg(long = "skip-tool", value_name = "NAME")]
     skip_tool: Vec<String>,
+    /// Exit 0 even though this tool was never exercised (repeatable): no valid call of it ran,
+    /// e.g. its backend is down on purpose. Without it, such a tool fails the run.
+    #[arg(long = "allow-not-exercised", value_name = "NAME")]
+    allow_not_exercised: Vec<String>,
     /// Known-good arguments for a tool, called before the generated ones (repeatable), e.g.
     /// --example 'get_current_time={"timezone": "UTC"}'. A tool none of whose valid calls runs
     /// is reported not exercised; an example is how one whose schema cannot say what runs gets
@@ -113,6 +119,10 @@ fn main() -> ExitCode {
         }
     };
     print!("{}", report.render());
+    let gaps = report.gaps(&cli.allow_not_exercised);
+    for gap in &gaps {
+        println!("not tested: {gap}");
+    }
     let mut write_failed = false;
     if let Some(path) = &cli.junit {
         write_failed |= write(path, &report.junit());
@@ -127,6 +137,8 @@ fn main() -> ExitCode {
         if cli.grpc.is_none() {
             println!("replay with --seed {}", report.seed);
         }
+        ExitCode::FAILURE
+    } else if !gaps.is_empty() {
         ExitCode::FAILURE
     } else if write_failed {
         ExitCode::from(2)

@@ -245,6 +245,28 @@ impl Report {
         self.checks.iter().all(|c| c.failed == 0)
     }
 
+    /// What the run did not test, each a sentence: a listed tool that no valid call ran (unless
+    /// named in `allowed`), a check that ran no case and says no reason why, or a run with no
+    /// case at all. A run that passes with gaps proved less than it seems to.
+    pub fn gaps(&self, allowed: &[String]) -> Vec<String> {
+        let mut gaps: Vec<String> = self
+            .not_exercised()
+            .into_iter()
+            .filter(|tool| !allowed.iter().any(|a| a == tool))
+            .map(|tool| format!("tool '{tool}' was never exercised: no valid call of it ran (--allow-not-exercised {tool} accepts that)"))
+            .collect();
+        gaps.extend(
+            self.checks
+                .iter()
+                .filter(|c| c.cases == 0 && c.skipped.is_none())
+                .map(|c| format!("check '{}' ran no case", c.name)),
+        );
+        if self.checks.iter().all(|c| c.cases == 0) {
+            gaps.push("no check ran a single case".to_owned());
+        }
+        gaps
+    }
+
     /// The summary table and every failure, for a terminal.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -463,6 +485,25 @@ mod tests {
     }
 
     #[test]
+    fn a_check_with_no_case_and_no_reason_is_a_gap() {
+        let mut r = Report::with_checks("http://h", 1, &[("a", "A"), ("b", "B"), ("c", "C")]);
+        let gaps = r.gaps(&[]);
+        assert!(
+            gaps.contains(&"no check ran a single case".to_owned()),
+            "{gaps:?}"
+        );
+        assert!(
+            gaps.contains(&"check 'a' ran no case".to_owned()),
+            "{gaps:?}"
+        );
+        r.pass("a");
+        r.skip("b", "the service offers no resources");
+        assert_eq!(r.gaps(&[]), ["check 'c' ran no case"]);
+        r.fail("c", "wrong".into(), None);
+        assert!(r.gaps(&[]).is_empty());
+    }
+
+    #[test]
     fn a_tool_that_never_ran_is_not_exercised_in_every_form() {
         let mut r = Report::new("http://h", 7);
         r.tool_not_run("query_callers", "Dependency connection failed: memgraph");
@@ -471,6 +512,17 @@ mod tests {
         r.tool_not_run("echo", "a bad day");
         r.tool_skipped("sleep", "--skip-tool");
         assert_eq!(r.not_exercised(), ["query_callers"]);
+        let gaps = r.gaps(&[]);
+        assert!(
+            gaps.iter()
+                .any(|g| g.contains("'query_callers' was never exercised")),
+            "{gaps:?}"
+        );
+        assert!(
+            !r.gaps(&["query_callers".to_owned()])
+                .iter()
+                .any(|g| g.contains("query_callers"))
+        );
         assert!(r.ok(), "not exercised is not a failure, nor a pass");
         let text = r.render();
         assert!(

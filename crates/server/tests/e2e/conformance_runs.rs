@@ -210,6 +210,45 @@ async fn tools_behind_a_dead_backend_are_not_exercised_not_passed() {
     assert!(catalog.skipped.as_deref().unwrap().contains("offers no"));
 }
 
+/// The command line's exit code: a tool never exercised fails the run, unless named by
+/// --allow-not-exercised; the run says what it did not test.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_fails_a_run_that_never_exercised_a_tool() {
+    let dead = free_port();
+    let gw = start_shipped(
+        "code-graph-rag.yaml",
+        &[("CODE_GRAPH_BOLT_URI", &format!("bolt://127.0.0.1:{dead}"))],
+    )
+    .await;
+    let run = |allowed: Vec<String>| {
+        let url = gw.url("");
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(testkit::workspace_bin("conformance"));
+            command.args(["--url", &url, "--cases", "4", "--seed", "3", "--quiet"]);
+            for tool in allowed {
+                command.args(["--allow-not-exercised", &tool]);
+            }
+            command.output().unwrap()
+        })
+    };
+    let out = run(Vec::new()).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("not tested: tool 'query_callers' was never exercised"),
+        "{stdout}"
+    );
+    // Every tool of the service is behind the dead backend: allowed by name, none is a gap.
+    let idle: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("not tested: tool '"))
+        .filter_map(|l| l.split_once('\'').map(|(tool, _)| tool.to_owned()))
+        .collect();
+    let out = run(idle).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!stdout.contains("was never exercised"), "{stdout}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_service_bridging_more_servers_passes() {
     let dir = tempfile::tempdir().unwrap();
