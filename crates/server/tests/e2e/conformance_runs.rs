@@ -174,16 +174,21 @@ async fn every_default_service_passes_with_its_backend() {
     }
 }
 
+/// The shipped code-graph-rag service, its Bolt database a port where nothing listens.
+async fn code_graph_rag_with_its_database_down() -> Gateway {
+    let dead = free_port();
+    start_shipped(
+        "code-graph-rag.yaml",
+        &[("CODE_GRAPH_BOLT_URI", &format!("bolt://127.0.0.1:{dead}"))],
+    )
+    .await
+}
+
 /// A service whose backend is down still conforms on its surface, and its tools are reported
 /// not exercised — never counted as passed.
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_behind_a_dead_backend_are_not_exercised_not_passed() {
-    let dead = free_port();
-    let gw = start_shipped(
-        "code-graph-rag.yaml",
-        &[("CODE_GRAPH_BOLT_URI", &format!("bolt://127.0.0.1:{dead}"))],
-    )
-    .await;
+    let gw = code_graph_rag_with_its_database_down().await;
     let report = conformance(gw.port, &[], false).await;
     assert!(report.ok(), "{}", report.render());
     let idle = report.not_exercised();
@@ -214,12 +219,7 @@ async fn tools_behind_a_dead_backend_are_not_exercised_not_passed() {
 /// --allow-not-exercised; the run says what it did not test.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cli_fails_a_run_that_never_exercised_a_tool() {
-    let dead = free_port();
-    let gw = start_shipped(
-        "code-graph-rag.yaml",
-        &[("CODE_GRAPH_BOLT_URI", &format!("bolt://127.0.0.1:{dead}"))],
-    )
-    .await;
+    let gw = code_graph_rag_with_its_database_down().await;
     let run = |allowed: Vec<String>| {
         let url = gw.url("");
         tokio::task::spawn_blocking(move || {
