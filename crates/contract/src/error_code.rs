@@ -27,6 +27,9 @@ pub enum ErrorCode {
     /// The request is not allowed: a `Host` or browser `Origin` the service does not accept, or a
     /// tool outside the API key's scope.
     Forbidden,
+    /// The tool needs something of its caller that this caller cannot give (an MCP client's
+    /// sampling, or a task); the message names it and where the tool can be called instead.
+    CapabilityRequired,
     /// No such route.
     NotFound,
     /// The route exists but not for this HTTP method.
@@ -50,7 +53,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the documentation lists them.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::ToolNotFound,
         ErrorCode::ResourceNotFound,
         ErrorCode::PromptNotFound,
@@ -58,6 +61,7 @@ impl ErrorCode {
         ErrorCode::InvalidRequest,
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
+        ErrorCode::CapabilityRequired,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
@@ -79,6 +83,9 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => 400,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
+            // The request is understood and valid; it is refused for this caller, which lacks
+            // what the tool needs (RFC 9110 §15.5.4). Not 5xx: nothing failed.
+            ErrorCode::CapabilityRequired => 403,
             ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
@@ -101,6 +108,7 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
             ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::CapabilityRequired => "CAPABILITY_REQUIRED",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
@@ -151,6 +159,9 @@ impl ErrorCode {
             ErrorCode::Forbidden => {
                 "The request is not allowed: its Host is not one of security.allowed_hosts, its browser Origin is not one of security.allowed_origins, or the tool is outside the API key's scope."
             }
+            ErrorCode::CapabilityRequired => {
+                "The tool needs something of its caller that this caller cannot give: it asked for sampling (a model of the calling MCP client) or runs only as a task. The message names what, and where the tool can be called instead (over MCP at /mcp, by a client that offers it)."
+            }
             ErrorCode::NotFound => "No route matches the path.",
             ErrorCode::MethodNotAllowed => "The path exists but not for this HTTP method.",
             ErrorCode::PayloadTooLarge => "The body is larger than limits.max_body_bytes.",
@@ -185,6 +196,9 @@ impl ErrorCode {
             }
             ErrorCode::Unauthorized => "Missing or invalid API key",
             ErrorCode::Forbidden => "Host 'evil.example' is not allowed",
+            ErrorCode::CapabilityRequired => {
+                "Tool 'echo' asked its caller for sampling/createMessage, which a REST call cannot answer: call it over MCP at /mcp with a client that offers sampling"
+            }
             ErrorCode::NotFound => "No route for GET /no-such-route",
             ErrorCode::MethodNotAllowed => "Method DELETE is not allowed on /call-tool",
             ErrorCode::PayloadTooLarge => "Request body exceeds the limit of 1048576 bytes",
@@ -268,6 +282,7 @@ mod tests {
                 ("INVALID_REQUEST", 400),
                 ("UNAUTHORIZED", 401),
                 ("FORBIDDEN", 403),
+                ("CAPABILITY_REQUIRED", 403),
                 ("NOT_FOUND", 404),
                 ("METHOD_NOT_ALLOWED", 405),
                 ("PAYLOAD_TOO_LARGE", 413),

@@ -29,7 +29,7 @@ pub use prompt::{
 };
 pub use resource::{
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse,
+    ResourceTemplatesResponse, ResourcesResponse, uri_syntax_error,
 };
 pub use tool::{QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, qualified_name};
 pub use validation::ArgumentValidator;

@@ -75,6 +75,7 @@ const CALL_ERRORS: &[ErrorCode] = &[
     ErrorCode::InvalidArguments,
     ErrorCode::Unauthorized,
     ErrorCode::Forbidden,
+    ErrorCode::CapabilityRequired,
     ErrorCode::ToolNotFound,
     ErrorCode::MethodNotAllowed,
     ErrorCode::HeadersTooLarge,
@@ -312,12 +313,28 @@ fn info_description() -> String {
     text
 }
 
+/// The one tag of the operation on `path`: its topic.
+fn tag_of(path: &str) -> &'static str {
+    if path.starts_with("/resource") {
+        "resources"
+    } else if path.starts_with("/prompts") {
+        "prompts"
+    } else if path == "/health" {
+        "health"
+    } else if path == "/metrics" {
+        "metrics"
+    } else {
+        "tools"
+    }
+}
+
 fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
     let mut builder = OperationBuilder::new()
         .operation_id(Some(op.id))
         .summary(Some(op.summary))
         .description(Some(op.description))
-        .tag("tools")
+        // One tag each, so Swagger UI lists every operation once.
+        .tag(tag_of(op.path))
         .parameter(
             ParameterBuilder::new()
                 .name("X-Request-Id")
@@ -328,22 +345,7 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 )))
                 .schema(Some(request_id_schema())),
         );
-    let topic = if op.path.starts_with("/resource") {
-        Some("resources")
-    } else if op.path.starts_with("/prompts") {
-        Some("prompts")
-    } else {
-        None
-    };
-    if let Some(topic) = topic {
-        builder = builder.tag(topic);
-    }
-    if op.path == "/health" {
-        builder = builder.tag("health");
-    } else {
-        if op.path == "/metrics" {
-            builder = builder.tag("metrics");
-        }
+    if op.path != "/health" {
         builder = builder
             .security(SecurityRequirement::default())
             .security(SecurityRequirement::new("apiKey", Vec::<String>::new()))
@@ -378,8 +380,14 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                     .name("uri")
                     .parameter_in(ParameterIn::Query)
                     .required(Required::True)
-                    .description(Some("The resource's URI (percent-encoded)."))
-                    .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+                    .description(Some(
+                        "The resource's URI (percent-encoded in the query): an absolute URI as RFC 3986 writes it; anything else answers 400 INVALID_REQUEST.",
+                    ))
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .format(Some(utoipa::openapi::SchemaFormat::Custom("uri".into()))),
+                    )),
             )
             .parameter(
                 ParameterBuilder::new()

@@ -339,8 +339,10 @@ impl<'a> TypedTool<'a> {
         if let Some(example) = &self.example {
             body["example"] = example.clone();
         }
+        // A call without a body is a call with `{}`: the body is required only when `{}`
+        // fails the input schema (the server answers 200 without one otherwise).
         op["requestBody"] = json!({
-            "required": true,
+            "required": self.needs_arguments,
             "description": format!("The arguments of `{}`.", tool.name),
             "content": {"application/json": body},
         });

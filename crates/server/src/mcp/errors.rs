@@ -63,6 +63,12 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
             "Tool '{tool}' is outside the scope of API key '{key}'",
         ),
+        // Over MCP the upstream's own result reaches a client lacking the capability; this row
+        // is for a failure the gateway itself answers (a tool that runs only as a task).
+        Code::CapabilityRequired => (
+            McpAnswer::ToolError,
+            "Tool '{tool}' needs {what} of its caller: {where}",
+        ),
         // SEP-1303 (MCP 2025-11-25): a result the model can read and correct itself from.
         Code::InvalidArguments => (
             McpAnswer::ToolError,
@@ -196,6 +202,7 @@ mod tests {
                 (Code::InvalidRequest, JsonRpc(jsonrpc::INVALID_REQUEST)),
                 (Code::Unauthorized, Http),
                 (Code::Forbidden, JsonRpc(jsonrpc::INVALID_PARAMS)),
+                (Code::CapabilityRequired, ToolError),
                 (Code::NotFound, Http),
                 (Code::MethodNotAllowed, Http),
                 (Code::PayloadTooLarge, Http),

@@ -74,6 +74,9 @@ pub enum ToolError {
     /// The upstream rejected the arguments although they passed our schema check.
     #[error("{0}")]
     InvalidArguments(String),
+    /// The tool needs something of its caller this caller cannot give (sampling, a task).
+    #[error("{0}")]
+    CapabilityRequired(String),
 }
 
 impl ToolError {
@@ -83,6 +86,7 @@ impl ToolError {
             ToolError::Timeout { .. } => ErrorCode::Timeout,
             ToolError::NotFound(_) => ErrorCode::ToolNotFound,
             ToolError::InvalidArguments(_) => ErrorCode::InvalidArguments,
+            ToolError::CapabilityRequired(_) => ErrorCode::CapabilityRequired,
         }
     }
 }
@@ -391,6 +395,10 @@ mod tests {
             (
                 ToolError::InvalidArguments("x".into()),
                 ErrorCode::InvalidArguments,
+            ),
+            (
+                ToolError::CapabilityRequired("x".into()),
+                ErrorCode::CapabilityRequired,
             ),
         ] {
             assert_eq!(error.code(), code, "{error:?}");

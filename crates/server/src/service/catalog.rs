@@ -187,6 +187,12 @@ impl Service {
         request_id: &str,
         trace: &TraceContext,
     ) -> Result<ResourceReadResponse, CallFailure> {
+        if let Some(why) = contract::uri_syntax_error(uri) {
+            return Err(CallFailure::new(
+                ErrorCode::InvalidRequest,
+                format!("'{}' is not a resource URI: {why}", uri.escape_default()),
+            ));
+        }
         let provider = self.resource_provider(uri, named).await?;
         let timeout = self.catalog_timeout(provider.name());
         let _admitted = self.admit_catalog(provider.name(), uri).await?;

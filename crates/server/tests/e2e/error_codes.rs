@@ -172,3 +172,90 @@ async fn every_code_a_request_can_provoke() {
         200
     );
 }
+
+/// What a fuzzer found answered 500 or wrongly typed, each now the caller's 4xx: a server
+/// refusing arguments its schema allows (400), a resource URI that is no URI (400), a tool
+/// that needs sampling called over REST (403 naming where to call it), and a body left out
+/// where `{}` is a valid call (200, and the document says the body is optional).
+#[tokio::test]
+async fn the_callers_faults_are_4xx_and_the_document_says_so() {
+    let gw = gateway().await;
+
+    // server-everything's schema sets no maximum for `count`; the server allows 10.
+    let a = call(&gw, "get-resource-links", json!({"count": 11})).await;
+    a.assert_envelope();
+    assert_eq!((a.status.as_u16(), a.code()), (400, "INVALID_ARGUMENTS"));
+    assert!(
+        a.body["error"].as_str().unwrap().contains("<=10"),
+        "{}",
+        a.body
+    );
+    assert!(
+        a.body["meta"].get("validation_errors").is_none(),
+        "{}",
+        a.body
+    );
+
+    // In the query: no scheme, a stray `%`, a space and a control character (decoded).
+    for uri in ["notauri", "demo://a%25", "demo://a%20b", "demo://x%01"] {
+        let a = get(
+            &gw,
+            &format!("/resources/read?uri={uri}&provider=everything"),
+        )
+        .await;
+        a.assert_envelope();
+        assert_eq!(
+            (a.status.as_u16(), a.code()),
+            (400, "INVALID_REQUEST"),
+            "{uri}: {}",
+            a.body
+        );
+        assert!(
+            a.body["error"]
+                .as_str()
+                .unwrap()
+                .contains("is not a resource URI"),
+            "{}",
+            a.body
+        );
+    }
+    let ok = get(
+        &gw,
+        "/resources/read?uri=demo%3A%2F%2Fresource%2Fdynamic%2Ftext%2F1",
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+
+    let a = call(&gw, "trigger-sampling-request", json!({"prompt": "hi"})).await;
+    a.assert_envelope();
+    assert_eq!((a.status.as_u16(), a.code()), (403, "CAPABILITY_REQUIRED"));
+    let error = a.body["error"].as_str().unwrap();
+    assert!(
+        error.contains("sampling") && error.contains("/mcp"),
+        "{error}"
+    );
+
+    let client = reqwest::Client::new();
+    let bare = client
+        .post(gw.url("/tools/get-tiny-image"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 200);
+    let document = get(&gw, "/openapi.json").await.body;
+    let body_of = |tool: &str| {
+        document["paths"][format!("/tools/{tool}")]["post"]["requestBody"]["required"].clone()
+    };
+    assert_eq!(body_of("get-tiny-image"), json!(false));
+    assert_eq!(body_of("echo"), json!(true));
+    let bare = client.post(gw.url("/tools/echo")).send().await.unwrap();
+    assert_eq!(bare.status(), 400);
+    // One tag per operation.
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if let Some(tags) = op.get("tags") {
+                assert_eq!(tags.as_array().unwrap().len(), 1, "{method} {path}: {tags}");
+            }
+        }
+    }
+}

@@ -25,7 +25,8 @@ pub(super) struct Link {
 }
 
 impl Inner {
-    /// `tools/call`, sent by hand to learn the id and progress token rmcp gives it.
+    /// `tools/call`, sent by hand to learn the id and progress token rmcp gives it; with the
+    /// answer, what the server asked of a caller that had no client to ask ([`Refused`]).
     async fn send_call(
         &self,
         link: &Link,
@@ -33,11 +34,14 @@ impl Inner {
         trace: &TraceContext,
         sink: Option<ProgressSink>,
         caller: Option<Caller>,
-    ) -> Result<CallToolResponse, ServiceError> {
+    ) -> (Result<CallToolResponse, ServiceError>, Refused) {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.meta = Some(trace_meta(trace));
-        let handle = link.peer.send_request_with_option(request, options).await?;
+        let handle = match link.peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return (Err(e), None),
+        };
         let _progress = sink.map(|sink| {
             let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
             link.progress.write_unpoisoned().insert(key.clone(), sink);
@@ -62,14 +66,18 @@ impl Inner {
             tasks: self.shutdown.clone(),
             id: Some(handle.id.clone()),
         };
+        let id = handle.id.clone();
         let answer = handle.await_response().await;
         cancel.id = None;
-        match answer? {
-            rmcp::model::ServerResult::CallToolResult(result) => {
+        let refused = link.callers.refused.write_unpoisoned().remove(&id);
+        let answer = match answer {
+            Ok(rmcp::model::ServerResult::CallToolResult(result)) => {
                 Ok(CallToolResponse::Complete(result))
             }
-            _ => Err(ServiceError::UnexpectedResponse),
-        }
+            Ok(_) => Err(ServiceError::UnexpectedResponse),
+            Err(e) => Err(e),
+        };
+        (answer, refused)
     }
 
     /// The connection a call goes on: the caller's own with `session_per_client`, else the
@@ -140,6 +148,10 @@ impl Inner {
             ),
         )
         .await;
+        let (outcome, refused) = match outcome {
+            Ok((answer, refused)) => (Ok(answer), refused),
+            Err(elapsed) => (Err(elapsed), None),
+        };
         match &outcome {
             Err(_) => span.fail("timeout", "the call timed out"),
             Ok(Err(e)) => span.fail("jsonrpc_error", e.to_string()),
@@ -151,6 +163,18 @@ impl Inner {
         drop(span);
         if let (Some(caller), Ok(Ok(CallToolResponse::Complete(result)))) = (&caller, &outcome) {
             *caller.result.write_unpoisoned() = Some(result.clone());
+        }
+        let failed = match &outcome {
+            Ok(Ok(CallToolResponse::Complete(result))) => result.is_error == Some(true),
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if let (true, Some(what)) = (failed, refused) {
+            // It failed after asking for what an HTTP caller cannot give: the caller's lack,
+            // not the tool's fault.
+            return Err(ToolError::CapabilityRequired(format!(
+                "Tool '{tool}' asked its caller for {what}, which a REST call cannot give: call it over MCP at /mcp with a client that offers {what}"
+            )));
         }
         match outcome {
             Err(_) => {
@@ -164,8 +188,8 @@ impl Inner {
                 })
             }
             Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, result),
-            Ok(Ok(_)) => Err(ToolError::Execution(format!(
-                "Tool '{tool}' asked for interactive input or a task, which the HTTP contract cannot carry"
+            Ok(Ok(_)) => Err(ToolError::CapabilityRequired(format!(
+                "Tool '{tool}' answered with a task or a request for input, which a REST call cannot carry: call it over MCP at /mcp"
             ))),
             Ok(Err(ServiceError::McpError(e))) => {
                 let message = format!("Tool '{tool}' failed: {}", e.message);
@@ -249,5 +273,9 @@ struct CallerRoute {
 impl Drop for CallerRoute {
     fn drop(&mut self) {
         self.routes.calls.write_unpoisoned().remove(&self.id);
+        self.routes.refused.write_unpoisoned().remove(&self.id);
     }
 }
+
+/// What a call's server asked of a caller with no client to ask (`sampling`), if anything.
+type Refused = Option<&'static str>;

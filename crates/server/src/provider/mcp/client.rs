@@ -39,21 +39,19 @@ pub(super) type ProgressRoutes = Arc<Mutex<HashMap<String, ProgressSink>>>;
 pub(super) struct CallerBook {
     pub(super) calls: Mutex<HashMap<RequestId, Option<Caller>>>,
     pub(super) changed: Notify,
+    /// What the server asked of the caller of a call that has no client to ask it of, by the
+    /// call's id: a call that then fails failed for want of it (CAPABILITY_REQUIRED).
+    pub(super) refused: Mutex<HashMap<RequestId, &'static str>>,
 }
 
 /// Where a server's request goes.
 enum Route {
     Client(Caller),
-    /// Its call came over HTTP (or no call is in flight): there is no client to ask.
-    NoClient,
+    /// Its call (by our request id, when known) came over HTTP, or no call is in flight:
+    /// there is no client to ask.
+    NoClient(Option<RequestId>),
     /// No call is in flight yet: its entry may still come.
     NotYet,
-}
-
-impl From<Option<Caller>> for Route {
-    fn from(caller: Option<Caller>) -> Route {
-        caller.map_or(Route::NoClient, Route::Client)
-    }
 }
 
 /// The answer when there is no MCP client behind the call that offers what is asked (the call
@@ -103,7 +101,9 @@ impl GatewayClient {
             context.extensions.get::<InboundStreamOrigin>()
             && let Some(caller) = callers.get(id)
         {
-            return Ok(Route::from(caller.clone()));
+            return Ok(caller
+                .clone()
+                .map_or_else(|| Route::NoClient(Some(id.clone())), Route::Client));
         }
         if let Some(owner) = &self.owner {
             let Some(downstream) = owner.upgrade() else {
@@ -125,7 +125,12 @@ impl GatewayClient {
         }
         let mut from_mcp = callers.values().flatten();
         match (from_mcp.next(), from_mcp.next()) {
-            (None, _) => Ok(Route::NoClient),
+            // Only calls from HTTP: when there is one, the request is its.
+            (None, _) => Ok(Route::NoClient(
+                (callers.len() == 1)
+                    .then(|| callers.keys().next().cloned())
+                    .flatten(),
+            )),
             (Some(only), None) if callers.len() == 1 => Ok(Route::Client(only.clone())),
             _ => Err(McpError::internal_error(
                 "several calls are in flight on this connection and the transport does not say which one this request belongs to (set session_per_client on this provider)",
@@ -144,7 +149,15 @@ impl GatewayClient {
             let changed = self.callers.changed.notified();
             match self.caller_for(&context)? {
                 Route::Client(caller) => break caller,
-                Route::NoClient => return no_client(ask),
+                Route::NoClient(call) => {
+                    if let (Some(id), ClientAsk::Sampling(_)) = (call, &ask) {
+                        self.callers
+                            .refused
+                            .write_unpoisoned()
+                            .insert(id, "sampling");
+                    }
+                    return no_client(ask);
+                }
                 Route::NotYet => {
                     if tokio::time::timeout_at(deadline, changed).await.is_err() {
                         return no_client(ask);

@@ -37,8 +37,9 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
 
 /// The `data` of a successful call, or the error the tool reported.
 ///
-/// `isError` → EXECUTION_ERROR with the tool's text; else `structuredContent` when present;
-/// else a single text block that parses as a JSON object; else `{content: [...]}`.
+/// `isError` → EXECUTION_ERROR with the tool's text (INVALID_ARGUMENTS when that text is the
+/// server refusing the arguments: [`refuses_arguments`]); else `structuredContent` when
+/// present; else a single text block that parses as a JSON object; else `{content: [...]}`.
 ///
 /// Takes the result by value: its `structuredContent` becomes `data` as it is, and only the
 /// content blocks are serialised, once, so a large result is not copied per call.
@@ -55,6 +56,9 @@ pub fn call_data(tool: &str, result: rmcp::model::CallToolResult) -> Result<Valu
         } else {
             text
         };
+        if refuses_arguments(&message) {
+            return Err(ToolError::InvalidArguments(message));
+        }
         return Err(ToolError::Execution(message));
     }
     if let [only] = content.as_array().map(Vec::as_slice).unwrap_or_default()
@@ -65,6 +69,15 @@ pub fn call_data(tool: &str, result: rmcp::model::CallToolResult) -> Result<Valu
         return Ok(object);
     }
     Ok(json!({ "content": content }))
+}
+
+/// Whether an `isError` result's text is the server refusing the call's arguments. Since
+/// 2025-11-25 a server reports input validation errors as a tool result with `isError` (so a
+/// model can correct itself), not as JSON-RPC -32602; the TypeScript SDK writes them as
+/// `MCP error -32602: …`. The arguments passed the gateway's copy of the schema, so this is
+/// the server's own stricter check, and the fault is still the caller's: 400, not 500.
+fn refuses_arguments(text: &str) -> bool {
+    text.starts_with("MCP error -32602:")
 }
 
 /// The text blocks of a result, joined by newlines.
@@ -99,6 +112,22 @@ mod tests {
         }
     }
 
+    /// server-everything's answer to `get-resource-links {count: 11}` (its limit is 10): the
+    /// caller's fault, so INVALID_ARGUMENTS with the server's words; other errors that merely
+    /// mention -32602 stay execution errors.
+    #[test]
+    fn a_server_refusing_the_arguments_is_invalid_arguments() {
+        let text = "MCP error -32602: Input validation error: Invalid arguments for tool get-resource-links: Too big: expected number to be <=10 at count";
+        let r = result(json!({"content": [{"type": "text", "text": text}], "isError": true}));
+        match call_data("get-resource-links", r) {
+            Err(ToolError::InvalidArguments(m)) => assert_eq!(m, text),
+            other => panic!("{other:?}"),
+        }
+        let r = result(
+            json!({"content": [{"type": "text", "text": "the server said MCP error -32602: x"}], "isError": true}),
+        );
+        assert!(matches!(call_data("t", r), Err(ToolError::Execution(_))));
+    }
     /// `isError` wins over `structuredContent`; with no text block the message says so.
     #[test]
     fn is_error_wins_over_structured_content() {
