@@ -391,7 +391,18 @@ if [ -z "$binary" ]; then
     die "cargo is not on PATH: install Rust, or give --binary PATH"
   fi
   run cargo build --release -p mcp-http-gateway --locked --manifest-path "$repo/Cargo.toml"
-  binary="$repo/target/release/mcp-http-gateway"
+  if [ "$dry_run" -eq 1 ]; then
+    # A dry run runs no cargo: neither the build nor the question where it puts it.
+    binary="<cargo's target folder>/release/mcp-http-gateway"
+  else
+    # Where cargo put it, asked, not assumed: CARGO_TARGET_DIR or build.target-dir may move it
+    # out of target/.
+    # shellcheck source=SCRIPTDIR/../scripts/lib/cargo-target.sh
+    source "$repo/scripts/lib/cargo-target.sh"
+    target_dir="$(cargo_target_dir "$repo")" ||
+      die "cannot tell where cargo put the binary it built (see above): give --binary PATH"
+    binary="$target_dir/release/mcp-http-gateway"
+  fi
 fi
 if [ -e "$binary" ] || [ "$dry_run" -eq 0 ]; then
   [ -x "$binary" ] || die "$binary is not an executable file"

@@ -43,9 +43,10 @@ Renders launchd/service.plist.template into OUT/<label prefix>.<service>.plist, 
   --config-src DIR     Where to read each service's limits.shutdown_grace_ms, which sets
                        ExitTimeOut (grace + 1 s) (default: config/ of this checkout).
   --binary PATH        The mcp-http-gateway binary that reads them (config get). Default:
-                       MCP_GATEWAY_BIN, else target/release or target/debug of this checkout,
-                       else the one on PATH; the first that has config get. Without one, every
-                       grace period is taken as the default, 5000 ms (and said).
+                       MCP_GATEWAY_BIN, else this checkout's release or debug build (where
+                       cargo puts them: CARGO_TARGET_DIR counts), else the one on PATH; the
+                       first that has config get. Without one, every grace period is taken
+                       as the default, 5000 ms (and said).
   --env-file FILE      KEY=VALUE lines added to each job's EnvironmentVariables (PATH replaces
                        the default PATH). Values are taken literally.
   --path VALUE         PATH for the jobs. Default: the folders of node, npx, uv, uvx and python3
@@ -142,10 +143,17 @@ done
 
 # The binary that reads each service's limits.shutdown_grace_ms (grace_ms_of: 5000 when unset,
 # unreadable, or no binary can read it).
-config_reader="$(find_config_reader "$binary" "${MCP_GATEWAY_BIN:-}" \
-  "$repo/target/release/mcp-http-gateway" "$repo/target/debug/mcp-http-gateway" \
-  "$(command -v mcp-http-gateway 2>/dev/null || true)")" ||
-  warn "no mcp-http-gateway binary with config get (give --binary or MCP_GATEWAY_BIN, or build one): ExitTimeOut assumes every grace period is the default, 5000 ms"
+if ! config_reader="$(find_config_reader "$binary" "${MCP_GATEWAY_BIN:-}")"; then
+  # This checkout's builds, where cargo says it put them (CARGO_TARGET_DIR, build.target-dir),
+  # not target/; asked only here, as asking takes a tenth of a second. Empty if cargo cannot say.
+  # shellcheck source=SCRIPTDIR/../scripts/lib/cargo-target.sh
+  source "$repo/scripts/lib/cargo-target.sh"
+  target_dir="$(cargo_target_dir "$repo" 2>/dev/null)" || target_dir=""
+  config_reader="$(find_config_reader \
+    ${target_dir:+"$target_dir/release/mcp-http-gateway" "$target_dir/debug/mcp-http-gateway"} \
+    "$(command -v mcp-http-gateway 2>/dev/null || true)")" ||
+    warn "no mcp-http-gateway binary with config get (give --binary or MCP_GATEWAY_BIN, or build one): ExitTimeOut assumes every grace period is the default, 5000 ms"
+fi
 
 [ -f "$template" ] || die "template $template is missing"
 unknown="$(grep -o '@[A-Z_]*@' "$template" | sort -u |

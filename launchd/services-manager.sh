@@ -32,10 +32,10 @@ if [ ! -f "$lib_dir/common.sh" ]; then
   exit 1
 fi
 # Where the gateway binary may be, after --bin / MCP_GATEWAY_BIN and before PATH: beside this
-# script (an installation), the default installation, the checkout's release build.
+# script (an installation), the default installation; in a checkout also its release build,
+# added below (add_checkout_bin) where cargo says it is.
 default_bins=("$script_dir/mcp-http-gateway"
-  "${XDG_DATA_HOME:-$HOME/.local/share}/mcp-http-gateway/bin/mcp-http-gateway"
-  "$root/target/release/mcp-http-gateway")
+  "${XDG_DATA_HOME:-$HOME/.local/share}/mcp-http-gateway/bin/mcp-http-gateway")
 
 prog=services-manager
 # shellcheck source=SCRIPTDIR/lib/common.sh
@@ -90,10 +90,11 @@ Options:
                       default: the config/ folder beside this script's folder).
   --registry FILE     The registry (MCP_GATEWAY_REGISTRY; default <config dir>/services.yaml).
   --bin PATH          The mcp-http-gateway binary, in process mode (MCP_GATEWAY_BIN; default:
-                      the one beside this script, else the installed one, else
-                      target/release/mcp-http-gateway of the checkout, else on PATH). The
-                      YAML files are read with it too (config get, registry list), or, when
-                      it cannot, with the first of the others that can.
+                      the one beside this script, else the installed one, else the
+                      checkout's release build where cargo puts it (CARGO_TARGET_DIR
+                      counts), else on PATH). The YAML files are read with it too (config
+                      get, registry list), or, when it cannot, with the first of the others
+                      that can.
   --state-dir DIR     Process mode: pid files in DIR/run, logs in DIR/logs
                       (MCP_GATEWAY_STATE_DIR; default ${XDG_STATE_HOME:-~/.local/state}/mcp-http-gateway).
   --mode MODE         launchd or process (MCP_GATEWAY_MODE; default launchd where launchctl
@@ -218,11 +219,31 @@ systemd_managed=0
 if [ "$mode" = process ] && [ "$(env_value "$install_env" SYSTEMD)" = 1 ]; then systemd_managed=1; fi
 env_file="${MCP_GATEWAY_ENV_FILE:-$config_dir/gateway.env}"
 
+# In a checkout, its release build joins $default_bins: where cargo says it put it (so
+# CARGO_TARGET_DIR and build.target-dir count), not target/. Asking cargo takes a tenth of a
+# second, so only when that build could be used: no binary before it runs the services or
+# reads the configuration. Outside a checkout (an installation) there is nothing to ask.
+add_checkout_bin() {
+  local dir
+  [ -f "$root/Cargo.toml" ] && [ -f "$root/scripts/lib/cargo-target.sh" ] || return 0
+  # shellcheck source=SCRIPTDIR/../scripts/lib/cargo-target.sh
+  source "$root/scripts/lib/cargo-target.sh"
+  dir="$(cargo_target_dir "$root" 2>/dev/null)" || return 0
+  default_bins+=("$dir/release/mcp-http-gateway")
+}
+
 # The YAML is read by the gateway binary (config get, registry list): the one given, else the
 # usual ones; MCP_GATEWAY_BIN also when --bin names a binary that cannot read it.
-config_reader="$(find_config_reader "$opt_bin" "${MCP_GATEWAY_BIN:-}" "${default_bins[@]}" \
-  "$(command -v mcp-http-gateway 2>/dev/null || true)")" ||
-  die "no mcp-http-gateway binary that can read the configuration (config get, registry list): not installed, no target/release build, not on PATH (give --bin or MCP_GATEWAY_BIN)"
+config_reader="$(find_config_reader "$opt_bin" "${MCP_GATEWAY_BIN:-}" "${default_bins[@]}")" ||
+  config_reader=""
+if [ -z "$config_reader" ] ||
+  { [ -z "$opt_bin" ] && [ ! -x "${default_bins[0]}" ] && [ ! -x "${default_bins[1]}" ]; }; then
+  add_checkout_bin
+fi
+if [ -z "$config_reader" ]; then
+  config_reader="$(find_config_reader "${default_bins[@]}" "$(command -v mcp-http-gateway 2>/dev/null || true)")" ||
+    die "no mcp-http-gateway binary that can read the configuration (config get, registry list): not installed, no release build where cargo puts it, not on PATH (give --bin or MCP_GATEWAY_BIN)"
+fi
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/services-manager.XXXXXX")"
 follower_pids=()

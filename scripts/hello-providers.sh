@@ -35,7 +35,10 @@ hello_rs="${HELLO_PROVIDER_BIN:-}"
 if [ -z "$hello_rs" ]; then
   # Release, like run.sh's gateway, so the two builds share their dependencies.
   cargo build --release --locked -p hello-provider >&2
-  target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  # Where cargo put it (CARGO_TARGET_DIR and build.target-dir count), not target/.
+  # shellcheck source=scripts/lib/cargo-target.sh
+  . scripts/lib/cargo-target.sh
+  target="$(cargo_target_dir .)" || exit 1
   hello_rs="$target/release/hello-provider"
 fi
 

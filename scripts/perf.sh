@@ -25,7 +25,7 @@
 #
 # --duration: seconds per wrk/mcp_direct run and per load-suite phase (default 10);
 # --suite-only: only the load suite and the overload test; --no-build: use the binaries in
-# $CARGO_TARGET_DIR/release (default target/release) as they are.
+# release/ where cargo puts its builds (CARGO_TARGET_DIR counts) as they are.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -55,7 +55,9 @@ peak_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 if ((build)); then cargo build --release --locked -p mcp-http-gateway -p loadtest --bins --examples; fi
 # The goals first, on a quiet machine (their own processes, stopped when they end).
 ((full)) && scripts/perf/goals.sh --no-build --report-only --duration "$duration" >/dev/null
-release="${CARGO_TARGET_DIR:-$root/target}/release"
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+release="$(cargo_target_dir "$root")/release"
 gateway="$release/mcp-http-gateway"
 deps="$root/.deps"
 export MCP_EVERYTHING_JS="$deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

@@ -6,11 +6,32 @@
 # holding the code graph of your repository (scripts/lib/code-graph.sh; CODE_GRAPH_REPO chooses
 # another one). The hello service's two example gRPC providers are started here too
 # (scripts/hello-providers.sh). Everything stops when this script stops (Ctrl-C, SIGTERM).
-# Extra arguments go to `serve`, e.g. `scripts/run.sh --log-format pretty`. MCP_GATEWAY_BIN: a
-# built gateway to run instead of building the release one (the tests use their debug build).
+# Extra arguments go to `serve`, e.g. `scripts/run.sh --log-format pretty`; a --config-dir DIR
+# among them serves DIR instead of config/. The gateway is the release build, found where cargo
+# says it put it (scripts/lib/cargo-target.sh), so CARGO_TARGET_DIR and build.target-dir count.
+# MCP_GATEWAY_BIN: a built gateway to run instead of building the release one (the tests use
+# their debug build).
 set -euo pipefail
 caller_dir="$PWD"
+config_dir="" serve_args=()
+while (($#)); do
+  case "$1" in
+    --config-dir) config_dir="${2:?run.sh: --config-dir needs a folder}"; shift ;;
+    --config-dir=*) config_dir="${1#*=}" ;;
+    *) serve_args+=("$1") ;;
+  esac
+  shift
+done
+# A folder given is relative to where run.sh was started; the default, config/, to the checkout.
+if [ -n "$config_dir" ]; then
+  case "$config_dir" in /*) ;; *) config_dir="$caller_dir/$config_dir" ;; esac
+  [ -d "$config_dir" ] || { echo "run.sh: --config-dir $config_dir is not a folder" >&2; exit 2; }
+else
+  config_dir=config
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib/cargo-target.sh
+. scripts/lib/cargo-target.sh
 # shellcheck source=scripts/lib/code-graph.sh
 . scripts/lib/code-graph.sh
 # shellcheck source=scripts/lib/summary.sh
@@ -56,13 +77,15 @@ fi
 gateway="${MCP_GATEWAY_BIN:-}"
 if [ -z "$gateway" ]; then
   cargo build --release --locked -p mcp-http-gateway
-  gateway=target/release/mcp-http-gateway
+  # Asked, not assumed: CARGO_TARGET_DIR (a shared target folder) puts it outside target/.
+  target_dir="$(cargo_target_dir .)" || exit 1
+  gateway="$target_dir/release/mcp-http-gateway"
 fi
 # In the background and waited for, so a signal to this script reaches the trap at once (a
 # foreground child would delay it), which stops the gateway, the providers and the database.
-"$gateway" serve --config-dir config "$@" &
+"$gateway" serve --config-dir "$config_dir" ${serve_args[@]+"${serve_args[@]}"} &
 gateway_pid=$!
-service_table "$gateway" config || echo "run.sh: some service did not answer; see the log above" >&2
+service_table "$gateway" "$config_dir" || echo "run.sh: some service did not answer; see the log above" >&2
 status=0
 wait "$gateway_pid" || status=$?
 gateway_pid=""

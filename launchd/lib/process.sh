@@ -18,7 +18,7 @@ resolve_bin() {
     if [ -x "$candidate" ]; then echo "$candidate"; return; fi
   done
   candidate="$(command -v mcp-http-gateway 2>/dev/null || true)"
-  [ -n "$candidate" ] || die "no mcp-http-gateway binary: not installed, no target/release build, not on PATH (give --bin or MCP_GATEWAY_BIN)"
+  [ -n "$candidate" ] || die "no mcp-http-gateway binary: not installed, no release build where cargo puts it, not on PATH (give --bin or MCP_GATEWAY_BIN)"
   echo "$candidate"
 }
 

@@ -30,6 +30,9 @@ setup_file() {
 }
 
 setup() {
+  # A throwaway HOME, but rustup's and cargo's own folders kept: without a binary given,
+  # render-plists.sh asks cargo where the build is, and rustup would set up a fresh HOME.
+  export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
   export HOME="$BATS_TEST_TMPDIR/home"
   mkdir -p "$HOME"
   unset XDG_DATA_HOME XDG_STATE_HOME XDG_CONFIG_HOME

@@ -6,14 +6,15 @@
 #
 #   scripts/perf/call-overhead.sh [--release-dir DIR] [--duration SECONDS] [--rounds N]
 #
-# DIR defaults to target/release (holding mcp-http-gateway and examples/mcp_direct; build them
-# first: cargo build --release -p mcp-http-gateway -p loadtest --examples; this script builds
-# nothing); SECONDS to 10 per run; N to 2 rounds (gateway, direct, gateway, direct, …), so a
-# disturbance of the shared machine shows as a disagreement between rounds. Prints Markdown.
+# DIR defaults to release/ where cargo puts its builds (CARGO_TARGET_DIR counts), holding
+# mcp-http-gateway and examples/mcp_direct (build them first: cargo build --release -p
+# mcp-http-gateway -p loadtest --examples; this script builds nothing); SECONDS to 10 per run;
+# N to 2 rounds (gateway, direct, gateway, direct, …), so a disturbance of the shared machine
+# shows as a disagreement between rounds. Prints Markdown.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-release="$root/target/release"
+release=""
 duration=10
 rounds=2
 while (($#)); do
@@ -21,11 +22,14 @@ while (($#)); do
     --release-dir) release="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "call-overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done
 command -v wrk >/dev/null || { echo "call-overhead: needs wrk (Debian package wrk)" >&2; exit 2; }
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+[ -n "$release" ] || release="$(cargo_target_dir "$root")/release" || exit 2
 for bin in "$release/mcp-http-gateway" "$release/examples/mcp_direct"; do
   [ -x "$bin" ] || { echo "call-overhead: no binary at $bin" >&2; exit 2; }
 done

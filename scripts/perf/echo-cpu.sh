@@ -34,7 +34,9 @@ cpus="$(nproc)"
 ((cpus >= 2)) || { echo "echo-cpu: needs two or more CPUs to pin node apart" >&2; exit 2; }
 last_cpu=$((cpus - 1))
 others="0-$((cpus - 2))"
-release="${CARGO_TARGET_DIR:-$root/target}/release"
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+release="$(cargo_target_dir "$root")/release"
 gateway="$release/mcp-http-gateway"
 direct="$release/examples/mcp_direct"
 [[ -x "$gateway" && -x "$direct" ]] || { echo "echo-cpu: build the release binaries first (scripts/perf/goals.sh says how)" >&2; exit 2; }

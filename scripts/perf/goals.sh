@@ -44,7 +44,9 @@ if ((build)); then
   cargo build --release --locked -p mcp-http-gateway --bin mcp-http-gateway
   cargo build --release --locked -p loadtest --example hello_axum --example mcp_direct
 fi
-release="${CARGO_TARGET_DIR:-$root/target}/release"
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+release="$(cargo_target_dir "$root")/release"
 gateway="$release/mcp-http-gateway"
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"

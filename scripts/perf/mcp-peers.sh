@@ -45,7 +45,9 @@ done
 everything_js="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 [[ -f "$everything_js" ]] || scripts/install-mcp-servers.sh
 [[ -n "$only" ]] || scripts/perf/install-peers.sh
-target_dir="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)"
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+target_dir="$(cargo_target_dir "$root")"
 gateway="$target_dir/release/mcp-http-gateway"
 ((build == 0)) || cargo build --release --locked -p mcp-http-gateway --bin mcp-http-gateway >&2
 [[ -x "$gateway" ]] || { echo "mcp-peers: no gateway at $gateway (drop --no-build)" >&2; exit 2; }

@@ -7,22 +7,26 @@
 #
 #   scripts/perf/metrics-scrape.sh [--binary PATH] [--duration SECONDS]
 #
-# PATH defaults to target/release/mcp-http-gateway (build it first: this script builds
-# nothing); SECONDS to 10 per wrk run. Prints a Markdown table.
+# PATH defaults to release/mcp-http-gateway where cargo puts its builds (CARGO_TARGET_DIR
+# counts; build it first: this script builds nothing); SECONDS to 10 per wrk run. Prints a
+# Markdown table.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-gateway="$root/target/release/mcp-http-gateway"
+gateway=""
 duration=10
 while (($#)); do
   case "$1" in
     --binary) gateway="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "metrics-scrape: unknown option $1" >&2; exit 2 ;;
   esac
 done
 command -v wrk >/dev/null || { echo "metrics-scrape: needs wrk (Debian package wrk)" >&2; exit 2; }
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+[ -n "$gateway" ] || gateway="$(cargo_target_dir "$root")/release/mcp-http-gateway" || exit 2
 [ -x "$gateway" ] || { echo "metrics-scrape: no binary at $gateway" >&2; exit 2; }
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"

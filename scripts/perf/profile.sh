@@ -35,7 +35,9 @@ esac
 command -v perf >/dev/null || { echo "profile: needs perf (Debian package linux-perf)" >&2; exit 2; }
 command -v wrk >/dev/null || { echo "profile: needs wrk (Debian package wrk)" >&2; exit 2; }
 if ((build)); then cargo build --release --locked -p mcp-http-gateway --bin mcp-http-gateway; fi
-gateway="${CARGO_TARGET_DIR:-$root/target}/release/mcp-http-gateway"
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+gateway="$(cargo_target_dir "$root")/release/mcp-http-gateway"
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"
 everything_js="$root/.deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

@@ -7,13 +7,13 @@
 #
 #   scripts/perf/replicas.sh [--binary PATH] [--duration SECONDS] [--connections N]
 #
-# PATH defaults to target/release/mcp-http-gateway (build it first: this script builds
-# nothing); SECONDS to 10 per wrk run; N to 100. Needs wrk, redis-server and haproxy
-# (scripts/install-test-tools.sh). Prints a Markdown table.
+# PATH defaults to release/mcp-http-gateway where cargo puts its builds (CARGO_TARGET_DIR
+# counts; build it first: this script builds nothing); SECONDS to 10 per wrk run; N to 100.
+# Needs wrk, redis-server and haproxy (scripts/install-test-tools.sh). Prints a Markdown table.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-gateway="$root/target/release/mcp-http-gateway"
+gateway=""
 duration=10
 connections=100
 while (($#)); do
@@ -29,6 +29,9 @@ haproxy="$(command -v haproxy || echo /usr/sbin/haproxy)"
 for tool in wrk redis-server "$haproxy"; do
   command -v "$tool" >/dev/null || { echo "replicas: needs $tool (scripts/install-test-tools.sh; wrk: Debian package wrk)" >&2; exit 2; }
 done
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+[ -n "$gateway" ] || gateway="$(cargo_target_dir "$root")/release/mcp-http-gateway" || exit 2
 [ -x "$gateway" ] || { echo "replicas: no binary at $gateway" >&2; exit 2; }
 # shellcheck source=scripts/lib/processes.sh
 source "$root/scripts/lib/processes.sh"

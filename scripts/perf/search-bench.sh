@@ -8,14 +8,14 @@
 #
 #   scripts/perf/search-bench.sh [--release-dir DIR] [--files N] [--queries Q] [--tree DIR]
 #
-# DIR defaults to target/release (build first: cargo build --release -p mcp-http-gateway; this
-# script builds nothing); N to 100000; Q to 500; --tree reuses a generated tree (else one is
-# generated in a scratch folder and removed). Not a CI test: the 100k tree takes minutes.
-# Prints Markdown.
+# DIR defaults to release/ where cargo puts its builds (CARGO_TARGET_DIR counts; build first:
+# cargo build --release -p mcp-http-gateway; this script builds nothing); N to 100000; Q to
+# 500; --tree reuses a generated tree (else one is generated in a scratch folder and removed).
+# Not a CI test: the 100k tree takes minutes. Prints Markdown.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-release="$root/target/release"
+release=""
 files=100000
 queries=500
 tree=""
@@ -29,6 +29,9 @@ while (($#)); do
     *) echo "search-bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# shellcheck source=scripts/lib/cargo-target.sh
+source "$root/scripts/lib/cargo-target.sh"
+[ -n "$release" ] || release="$(cargo_target_dir "$root")/release" || exit 2
 gateway="$release/mcp-http-gateway"
 [ -x "$gateway" ] || { echo "search-bench: no binary at $gateway" >&2; exit 2; }
 # shellcheck source=scripts/lib/processes.sh
