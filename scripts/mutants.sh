@@ -9,29 +9,36 @@
 #       every mutant (about 40 min for the contract crate, hours for the server), or those
 #       whose name (path:line:column: what is replaced) matches REGEX
 #   scripts/mutants.sh --in-diff [--base REV] [--budget SECONDS] [--after-tests]
-#       only the mutants on lines changed since REV (default HEAD~1: the commit being tested,
-#       uncommitted changes included), made in place in this tree (cargo-mutants puts each
-#       file back, also when interrupted) and built with the test profile, reusing the test
-#       build; within a time budget (default 300 s): mutants it leaves untested are listed as
-#       "not run", never counted as caught. --after-tests (scripts/test.sh, right after the
-#       whole suite passed): no baseline run, fixed timeouts
+#       every mutant on a line changed since the base (uncommitted changes included), made in
+#       place in this tree (cargo-mutants puts each file back, also when interrupted) and built
+#       with the test profile, reusing the test build. The base (scripts/lib/mutants-base.sh):
+#       REV; else on a branch off main its merge base with main (or origin/main); on main,
+#       HEAD's parent (the commit being tested); for a repository's first commit, the empty
+#       tree (every line is new). A shallow clone fetches the history it lacks first; with no
+#       base to be found, the run fails: it never takes an unknown change for none. Within a
+#       time budget (default 300 s; 0: none): a mutant left untested fails the run as "not
+#       run", never counted as caught. --after-tests (scripts/test.sh, right after the whole
+#       suite passed): no baseline run, fixed timeouts
 #
 # Installs cargo-mutants (pinned, into .deps/cargo-tools). A whole run works on a copy of the
 # tree (your working files are never touched), with the `mutants` profile (no debug info).
-# Reports: target/mutants/<package>/mutants.out/.
-# Exit status: 0 every tested mutant was caught, 1 a mutant survived (listed) or the run
-# failed, 2 usage.
+# Reports: target/mutants/<package>/mutants.out/. Ends with one line: "mutants: BASE .. HEAD:
+# M in scope, C caught, T timed out (caught), U unviable (did not build), S survived, N not run".
+# Exit status: 0 every mutant in scope was caught (or none is in scope); 1 a mutant survived or
+# was not run (listed), no base could be found, or cargo-mutants failed (--list included);
+# 2 usage.
 set -euo pipefail
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+# The comment above, from its second line to the blank one before `set`.
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
-in_diff=0 after_tests=0 base_given=0 base=HEAD~1 budget=300 packages=(contract mcp-http-gateway) only=()
+in_diff=0 after_tests=0 base_given="" budget=300 packages=(contract mcp-http-gateway) only=()
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --in-diff) in_diff=1 ;;
     --after-tests) after_tests=1 ;;
-    --base) base="${2:?--base needs a revision}" base_given=1; shift ;;
+    --base) base_given="${2:?--base needs a revision}"; shift ;;
     --budget) budget="${2:?--budget needs seconds}"; shift ;;
     --re) only=(--re "${2:?--re needs a regular expression}"); shift ;;
     --package)
@@ -44,7 +51,11 @@ while (($#)); do
   esac
   shift
 done
-[[ "$budget" =~ ^[0-9]+$ ]] || { echo "mutants: --budget is whole seconds" >&2; exit 2; }
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "mutants: --budget is whole seconds (0: no limit)" >&2; exit 2; }
+if [ -n "$base_given" ] && ((!in_diff)); then
+  echo "mutants: --base goes with --in-diff" >&2
+  exit 2
+fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 version=27.1.0
@@ -60,33 +71,43 @@ export PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 PROPTEST_MAX_SHRINK_TIME=2000
 out="$PWD/target/mutants"
 mkdir -p "$out"
 
-common=(--no-shuffle "${only[@]}")
-deadline=0
+common=(--no-shuffle ${only[@]+"${only[@]}"})
+deadline=0 scope="every mutant"
 if ((in_diff)); then
-  if ! git rev-parse --verify --quiet "$base^{commit}" >/dev/null; then
-    # A shallow clone or a first commit has no parent: nothing is known to have changed.
-    if ((base_given)); then echo "mutants: no revision '$base' to diff against" >&2; exit 1; fi
-    echo "mutants: not run: no commit before this one to diff against"
-    exit 0
-  fi
+  # shellcheck source=scripts/lib/mutants-base.sh
+  . scripts/lib/mutants-base.sh
+  mutants_base "$base_given" || exit 1
+  echo "mutants: the change is diffed against $base_short ($base_why)"
+  scope="$base_short .. HEAD"
   git diff "$base" -- '*.rs' >"$out/change.diff"
   if [ ! -s "$out/change.diff" ]; then
-    echo "mutants: no Rust change since $base; no mutant to test"
+    # Nothing to test is a pass, and a real one: the base is known.
+    echo "mutants: no Rust change since $base_short; no mutant to test"
     exit 0
   fi
   common+=(--in-diff "$out/change.diff" --in-place --profile test)
   # The suite has just passed on this tree, so no baseline run: fixed timeouts replace the ones
   # cargo-mutants would derive from it.
   if ((after_tests)); then common+=(--baseline skip --timeout 120 --build-timeout 600); fi
-  deadline=$((SECONDS + budget))
+  if ((budget > 0)); then deadline=$((SECONDS + budget)); fi
 fi
 
-status=0 survived=() not_run=0
+status=0 survived=() stopped=""
+total=0 total_caught=0 total_timeout=0 total_unviable=0 total_missed=0 total_not_run=0
 for package in "${packages[@]}"; do
   args=(-p "$package" -o "$out/$package")
   if [ "$package" = mcp-http-gateway ]; then args+=(--cargo-test-arg=--lib); fi
-  listed="$(cargo mutants --list "${common[@]}" "${args[@]}" | grep -c . || true)"
-  if [ "$listed" -eq 0 ]; then
+  # Which mutants are in scope: a --list that fails says nothing about that, so the run fails
+  # (its error is on stderr above), never "no mutant in scope".
+  code=0
+  cargo mutants --list "${common[@]}" "${args[@]}" >"$out/$package.list" || code=$?
+  if ((code != 0)); then
+    echo "mutants: $package: cargo mutants --list failed (exit $code), so which mutants are in scope is unknown; its error is above" >&2
+    exit 1
+  fi
+  listed="$(grep -c . "$out/$package.list" || true)"
+  total=$((total + listed))
+  if ((listed == 0)); then
     echo "mutants: $package: no mutant in scope"
     continue
   fi
@@ -95,8 +116,9 @@ for package in "${packages[@]}"; do
   if ((deadline)); then
     left=$((deadline - SECONDS))
     if ((left <= 0)); then
-      echo "mutants: $package: $listed mutants not run (the time budget of ${budget} s is spent)"
-      not_run=$((not_run + listed))
+      echo "mutants: $package: $listed in scope, none run: the time budget of $budget s is spent"
+      total_not_run=$((total_not_run + listed))
+      stopped="the time budget of $budget s is spent"
       continue
     fi
     # SIGINT: cargo-mutants puts back the mutated file and stops; what it tested is recorded.
@@ -107,17 +129,25 @@ for package in "${packages[@]}"; do
   results="$out/$package/mutants.out"
   count() { if [ -s "$results/$1.txt" ]; then grep -c . "$results/$1.txt"; else echo 0; fi; }
   caught="$(count caught)" missed="$(count missed)" timeout="$(count timeout)" unviable="$(count unviable)"
-  tested=$((caught + missed + timeout + unviable))
-  echo "mutants: $package: $listed in scope: $caught caught, $timeout timed out (caught), $unviable unviable (did not build), $missed survived, $((listed - tested)) not run"
-  not_run=$((not_run + listed - tested))
+  not_run=$((listed - caught - missed - timeout - unviable))
+  ((not_run >= 0)) || not_run=0
+  echo "mutants: $package: $listed in scope: $caught caught, $timeout timed out (caught), $unviable unviable (did not build), $missed survived, $not_run not run"
+  total_caught=$((total_caught + caught)) total_timeout=$((total_timeout + timeout))
+  total_unviable=$((total_unviable + unviable)) total_missed=$((total_missed + missed))
+  total_not_run=$((total_not_run + not_run))
   if ((missed > 0)); then
     mapfile -t lines <"$results/missed.txt"
     survived+=("${lines[@]}")
   fi
   case "$code" in
     0 | 2 | 3) ;;
-    124 | 130) echo "mutants: $package: stopped at the time budget" ;;
-    *) echo "mutants: $package: cargo mutants failed (exit $code); see $results/debug.log" >&2; status=1 ;;
+    124 | 137)
+      echo "mutants: $package: stopped at the time budget"
+      stopped="the time budget of $budget s is spent" ;;
+    *)
+      echo "mutants: $package: cargo mutants failed (exit $code); see $results/debug.log" >&2
+      stopped="cargo mutants stopped (exit $code)"
+      status=1 ;;
   esac
 done
 
@@ -126,5 +156,13 @@ if ((${#survived[@]})); then
   printf '  %s\n' "${survived[@]}" >&2
   status=1
 fi
-if ((not_run)); then echo "mutants: not run: $not_run (neither caught nor survived)"; fi
+if ((total_not_run)); then
+  if ((in_diff)); then
+    echo "mutants: $total_not_run of $total mutants of the change were not run (${stopped:-cargo mutants did not reach them}): raise --budget (0: no limit) or run scripts/mutants.sh --in-diff --base $base_arg --budget 0" >&2
+  else
+    echo "mutants: $total_not_run of $total mutants were not run (${stopped:-cargo mutants did not reach them}); see $out/<package>/mutants.out/debug.log" >&2
+  fi
+  status=1
+fi
+echo "mutants: $scope: $total in scope, $total_caught caught, $total_timeout timed out (caught), $total_unviable unviable (did not build), $total_missed survived, $total_not_run not run"
 exit "$status"
