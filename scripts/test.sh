@@ -15,17 +15,27 @@ scripts/install-fuzz-tools.sh
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 cargo test --workspace --locked -- "$@"
 # The deployment scripts (launchd/, deploy/systemd/) and run.sh's summary: bats tests against the
-# binary cargo test built.
-MCP_GATEWAY_BIN="$PWD/target/debug/mcp-http-gateway" bats launchd/tests scripts/tests
-# The short load test (5 s per phase, 100 clients; about 1.5 minutes) with the debug binaries just
-# built, against each shipped service that is healthy here (the others are reported "not run"),
-# then the overload test: no failed or lost request, open-loop p95 within the service's debug
-# budget and within 2× the 1-client baseline, overload answers 200 or 503 + Retry-After with a
-# bounded p99 (docs/performance.md). Reports in target/loadtest/.
+# binaries cargo test built, where cargo put them (CARGO_TARGET_DIR counts).
+# shellcheck source=scripts/lib/cargo-target.sh
+. scripts/lib/cargo-target.sh
+debug="$(cargo_target_dir .)/debug"
+MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-graph-index" \
+  HELLO_PROVIDER_BIN="$debug/hello-provider" bats launchd/tests scripts/tests
+# The short load test (5 s per phase, 100 clients; about 2 minutes) with the debug binaries just
+# built, against every shipped service, hello's gRPC providers included (one not healthy once its
+# dependencies settled fails the run, unless scripts/not-run-in-ci.txt lists it), then the
+# overload test: no failed or lost request, open-loop p95 within the service's measured debug
+# budget and within 2× the 1-client baseline; overload answers 200 or 503 + Retry-After, some
+# refused, admitted calls at 0.7× the upstream's ceiling or more, with a bounded p99
+# (docs/performance.md). Reports in target/loadtest/.
 scripts/loadtest-ci.sh --profile dev
-# Mutation testing of the change being tested (the newest commit, uncommitted changes included):
-# every mutant cargo-mutants makes on a changed line of the code .cargo/mutants.toml names must
-# fail a unit test; one that survives fails the run. Within 300 s; what that leaves untested is
-# listed "not run" (docs/testing.md, "Mutation testing").
+# Mutation testing of the change being tested (since the merge base with main; on main, the newest
+# commit; uncommitted changes included): every mutant cargo-mutants makes on a changed line of the
+# code .cargo/mutants.toml names must fail a unit test. One that survives fails the run, and so
+# does one left untested by the 300 s budget, or a change that cannot be told (a shallow clone
+# with nothing to fetch from) (docs/testing.md, "Mutation testing").
 scripts/mutants.sh --in-diff --after-tests
 echo "conformance reports: $CONFORMANCE_REPORT_DIR" >&2
+# What this run does not test, by name and why (a checked list: docs/testing.md, "Not run in CI").
+echo "not run in CI (scripts/not-run-in-ci.txt):" >&2
+grep -v '^#' scripts/not-run-in-ci.txt | grep . | sed 's/^/  /' >&2

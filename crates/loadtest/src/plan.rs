@@ -93,6 +93,11 @@ pub struct Args {
     /// by (the gateway's own work, scheduling on a shared machine).
     #[arg(long, default_value_t = 50)]
     pub p99_slack_ms: u64,
+    /// Overload: the admitted calls per second must reach this share of the upstream's own
+    /// ceiling, admission limit ÷ tool delay (a gateway that serialises calls reaches 1 ÷ the
+    /// limit of it).
+    #[arg(long, default_value_t = 0.7)]
+    pub min_throughput_ratio: f64,
     /// Folder for the reports: goose's HTML report per phase, summary.md and summary.json.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -138,6 +143,7 @@ pub struct Overload {
     pub multiple: usize,
     pub retry_pause_ms: u64,
     pub p99_slack_ms: u64,
+    pub min_throughput_ratio: f64,
 }
 
 impl Overload {
@@ -151,6 +157,16 @@ impl Overload {
         let batches = self.queue_depth.div_ceil(self.admission_limit) as u64;
         let wait = batches * self.tool_delay_ms;
         self.queue_timeout_ms.map_or(wait, |t| wait.min(t))
+    }
+
+    /// The admitted calls per second the upstream can carry: every slot busy all the time.
+    pub fn ceiling_per_s(&self) -> f64 {
+        self.admission_limit as f64 * 1000.0 / self.tool_delay_ms.max(1) as f64
+    }
+
+    /// Whether the callers outnumber the slots and the queue, so some must be refused.
+    pub fn must_refuse(&self) -> bool {
+        self.callers() > self.admission_limit + self.queue_depth
     }
 
     /// The admitted calls' p99 bound.
@@ -232,6 +248,7 @@ impl Args {
                     multiple: self.overload_multiple,
                     retry_pause_ms: self.retry_pause_ms.unwrap_or(tool_delay_ms),
                     p99_slack_ms: self.p99_slack_ms,
+                    min_throughput_ratio: self.min_throughput_ratio,
                 })
             }
         };

@@ -4,8 +4,11 @@
 //! budget; the open-loop p95 within `max_degradation` × max(baseline p95, floor). The
 //! saturation phase's latency is not judged: in a closed loop it is users ÷ throughput.
 //!
-//! Overload: every answer 200 or 503 SERVICE_UNAVAILABLE + Retry-After; none lost; the admitted
-//! calls' p99 within the tool's delay plus the longest queue wait the limits allow, plus slack.
+//! Overload: every answer 200 or 503 SERVICE_UNAVAILABLE + Retry-After; none lost; some refused
+//! when the callers outnumber the slots and the queue (a gateway without admission control
+//! fails here); the admitted calls per second at least a share of the upstream's ceiling (one
+//! that serialises calls fails here); the admitted calls' p99 within the tool's delay plus the
+//! longest queue wait the limits allow, plus slack.
 
 use serde::Serialize;
 
@@ -90,6 +93,11 @@ pub fn judge_overload(limits: &Overload, run: &PhaseResult) -> Vec<Verdict> {
     let answered = run.total.requests + refused;
     let admitted = run.total.requests.saturating_sub(wrong);
     let bound = limits.p99_bound_ms() as f64;
+    let admitted_per_s = if run.seconds > 0.0 {
+        admitted as f64 / run.seconds
+    } else {
+        0.0
+    };
     vec![
         Verdict {
             name: "every answer is 200 or 503 + Retry-After".into(),
@@ -100,6 +108,36 @@ pub fn judge_overload(limits: &Overload, run: &PhaseResult) -> Vec<Verdict> {
             name: "no call lost".into(),
             passed: lost == 0 && sent == answered && sent > 0,
             detail: format!("{sent} sent, {answered} answered, {lost} lost"),
+        },
+        Verdict {
+            name: "callers beyond the slots and the queue are refused".into(),
+            passed: !limits.must_refuse() || refused > 0,
+            detail: format!(
+                "{} callers against {} slots + {} queued: {refused} refused{}",
+                limits.callers(),
+                limits.admission_limit,
+                limits.queue_depth,
+                if limits.must_refuse() {
+                    ""
+                } else {
+                    " (none need be)"
+                }
+            ),
+        },
+        Verdict {
+            name: format!(
+                "admitted calls/s ≥ {} × the upstream's ceiling",
+                limits.min_throughput_ratio
+            ),
+            passed: admitted_per_s >= limits.min_throughput_ratio * limits.ceiling_per_s(),
+            detail: format!(
+                "{admitted_per_s:.1} calls/s against {:.1} = {} × {:.1} ({} slots ÷ {} ms)",
+                limits.min_throughput_ratio * limits.ceiling_per_s(),
+                limits.min_throughput_ratio,
+                limits.ceiling_per_s(),
+                limits.admission_limit,
+                limits.tool_delay_ms
+            ),
         },
         Verdict {
             name: format!("admitted calls' p99 ≤ {bound:.0} ms"),
@@ -233,6 +271,28 @@ mod tests {
 
         let mut slow = run.clone();
         slow.total.p99_ms = 251.0;
-        assert!(!judge_overload(&limits, &slow)[2].passed);
+        assert!(!judge_overload(&limits, &slow)[4].passed);
+
+        // No admission control: 20 callers, 4 slots, 4 queued, nothing refused.
+        let mut unlimited = run.clone();
+        unlimited.refused = Some(0);
+        unlimited.sent = Some(600);
+        let v = judge_overload(&limits, &unlimited);
+        assert!(!v[2].passed, "{v:#?}");
+        assert_eq!(
+            v[2].detail,
+            "20 callers against 4 slots + 4 queued: 0 refused"
+        );
+
+        // Serialised: 600 admitted in 10 s is 60/s of a 40/s ceiling; 100 is 10/s.
+        assert!(v[3].passed, "{v:#?}");
+        let mut serial = run.clone();
+        serial.total.requests = 100;
+        let v = judge_overload(&limits, &serial);
+        assert!(!v[3].passed, "{v:#?}");
+        assert_eq!(
+            v[3].detail,
+            "10.0 calls/s against 28.0 = 0.7 × 40.0 (4 slots ÷ 100 ms)"
+        );
     }
 }

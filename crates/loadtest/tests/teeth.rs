@@ -245,12 +245,15 @@ fn overload_passes_and_fails_on_a_slow_or_lost_call() {
     let refused = run["refused"].as_u64().unwrap();
     assert!(refused > 0, "10 callers, 2 running, 2 queued: {run:#}");
 
-    // The upstream 5× slower than the run was told: the admitted p99 is out of bounds.
+    // The upstream 5× slower than the run was told: the admitted p99 is out of bounds, and the
+    // admitted rate a fifth of the ceiling the run was told.
     let (code, summary) = overload(&service.url, 20);
     assert_eq!(code, 1, "{summary:#}");
-    assert!(verdict(&summary, 0).0 && verdict(&summary, 1).0);
-    let (passed, detail) = verdict(&summary, 2);
-    assert!(!passed, "{detail}");
+    assert!(verdict(&summary, 0).0 && verdict(&summary, 1).0 && verdict(&summary, 2).0);
+    for (i, what) in [(3, "calls/s"), (4, "p99")] {
+        let (passed, detail) = verdict(&summary, i);
+        assert!(!passed && detail.contains(what), "{detail}");
+    }
 
     // One call's connection dropped upstream: the gateway answers it with an error, which is
     // neither 200 nor 503 + Retry-After.
