@@ -7,10 +7,7 @@
 //!
 //! A valid call that answers EXECUTION_ERROR or TIMEOUT did not run the tool: it is neither a
 //! pass nor a failure, and a tool none of whose valid calls ran is reported *not exercised*.
-//! So is one answered CAPABILITY_REQUIRED (the tool needs what a REST caller cannot give), and
-//! one answered INVALID_ARGUMENTS without `meta.validation_errors`: the gateway's own check of
-//! the schema passed (it would list the issues), and the server behind refused arguments its
-//! published schema allows, which is that server's imprecision, not the gateway's.
+//! So is one answered CAPABILITY_REQUIRED (the tool needs what a REST caller cannot give).
 
 use std::cell::RefCell;
 
@@ -173,13 +170,7 @@ fn output_mismatch(
 fn judge_valid(tool: &str, arguments: &Value, ex: &Exchange) -> Verdict {
     let code = ex.code().unwrap_or_default();
     let error = excerpt(ex.json()["error"].as_str().unwrap_or_default());
-    let refused_behind =
-        code == "INVALID_ARGUMENTS" && ex.json()["meta"].get("validation_errors").is_none();
-    if refused_behind {
-        Verdict::NotRun(format!(
-            "{code} from the server behind (arguments its schema allows): {error}"
-        ))
-    } else if REFUSALS_OF_VALID.contains(&code) {
+    if REFUSALS_OF_VALID.contains(&code) {
         Verdict::Fail(format!(
             "tool '{tool}': valid arguments {arguments} answered {} {code}: {error}",
             ex.status
