@@ -105,6 +105,63 @@ async fn load(plan: &Plan, target: Arc<target::Target>) -> anyhow::Result<Run> {
     } else {
         None
     };
+    // With a reference, the call path alone in the same closed loop: a call path that
+    // serialises shows in full here, where the mixed scenario's list and health requests
+    // would dilute it.
+    let calls = match (&plan.reference, &saturation) {
+        (Some(_), Some(_)) if plan.scenario == plan::ScenarioKind::Mixed => {
+            eprintln!(
+                "loadtest: saturation, calls only, {} users, closed loop …",
+                plan.users
+            );
+            Some(
+                attack::run_phase(
+                    "saturation, calls only",
+                    plan::ScenarioKind::Call,
+                    target.clone(),
+                    plan.users,
+                    plan.run_time,
+                    None,
+                )
+                .await
+                .context("calls-only saturation phase")?,
+            )
+        }
+        _ => None,
+    };
+    // The reference right after the saturation phase, so both meet the same machine.
+    let reference = match (&plan.reference, &saturation) {
+        (Some((url, _)), Some(_)) => {
+            eprintln!(
+                "loadtest: reference {url}, {} users, GET /tools …",
+                plan.users
+            );
+            let reference_plan = Plan {
+                url: url.clone(),
+                scenario: plan::ScenarioKind::Tools,
+                tool: None,
+                ..plan.clone()
+            };
+            let reference_target = Arc::new(
+                target::Target::discover(&reference_plan)
+                    .await
+                    .context("the reference server")?,
+            );
+            let mut phase = attack::run_phase(
+                "reference",
+                plan::ScenarioKind::Tools,
+                reference_target,
+                plan.users,
+                plan.run_time,
+                None,
+            )
+            .await
+            .context("reference phase")?;
+            phase.phase = format!("reference ({url})");
+            Some(phase)
+        }
+        _ => None,
+    };
     let rate = match (plan.rate, &saturation) {
         (Rate::Fixed(rate), _) => rate,
         (Rate::FractionOfSaturation(f), Some(s)) if s.total.rps > 0.0 => f * s.total.rps,
@@ -121,7 +178,14 @@ async fn load(plan: &Plan, target: Arc<target::Target>) -> anyhow::Result<Run> {
         &phase("open loop", plan.users, drive::Pace::OpenLoop { rate }),
     )
     .await;
-    let verdicts = verdict::judge_load(plan, &baseline, &open, saturation.as_ref());
+    let verdicts = verdict::judge_load(
+        plan,
+        &baseline,
+        &open,
+        saturation.as_ref(),
+        calls.as_ref(),
+        reference.as_ref(),
+    );
     let mut notes = vec![match plan.rate {
         Rate::Fixed(_) => format!("The open-loop rate, {rate:.0} req/s, was given (--rate)."),
         Rate::FractionOfSaturation(f) => {
@@ -133,7 +197,7 @@ async fn load(plan: &Plan, target: Arc<target::Target>) -> anyhow::Result<Run> {
          doubled baseline is within the scheduling noise of a shared machine.",
         plan.latency_floor_ms
     ));
-    let phases = [Some(baseline), saturation, Some(open)]
+    let phases = [Some(baseline), saturation, calls, reference, Some(open)]
         .into_iter()
         .flatten()
         .collect();

@@ -98,6 +98,17 @@ pub struct Args {
     /// limit of it).
     #[arg(long, default_value_t = 0.7)]
     pub min_throughput_ratio: f64,
+    /// Load: a reference server measured in the same run, right after the saturation phase,
+    /// with the same users and run time on GET /tools (`examples/hello_axum`: bare axum, the
+    /// ceiling of any axum service on this machine); the saturation throughput is judged
+    /// against it (--min-reference-ratio); with the mixed scenario, that of a closed loop
+    /// calling the tool only, run for it. Machine speed and load cancel out of the ratio, so a
+    /// change that serialises calls fails it where an absolute number would not.
+    #[arg(long, requires = "min_reference_ratio")]
+    pub reference_url: Option<String>,
+    /// Load: the saturation throughput must reach this share of the reference's.
+    #[arg(long, requires = "reference_url")]
+    pub min_reference_ratio: Option<f64>,
     /// Folder for the reports: goose's HTML report per phase, summary.md and summary.json.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -192,6 +203,8 @@ pub struct Plan {
     pub budget_p95_ms: f64,
     pub max_degradation: f64,
     pub latency_floor_ms: f64,
+    /// The reference server and the share of its throughput the saturation phase must reach.
+    pub reference: Option<(String, f64)>,
     pub report_dir: Option<PathBuf>,
 }
 
@@ -226,6 +239,21 @@ impl Args {
                 Rate::FractionOfSaturation(self.rate_fraction)
             }
             None => return Err("--rate-fraction must be in (0, 1]".into()),
+        };
+        let reference = match (self.reference_url, self.min_reference_ratio) {
+            (Some(url), Some(ratio)) => {
+                if !(ratio.is_finite() && ratio > 0.0) {
+                    return Err(format!(
+                        "--min-reference-ratio must be a positive number, got {ratio}"
+                    ));
+                }
+                if self.no_saturation || self.mode != Mode::Load {
+                    return Err("--reference-url judges the saturation phase of a load run".into());
+                }
+                reqwest::Url::parse(&url).map_err(|e| format!("--reference-url {url}: {e}"))?;
+                Some((url.trim_end_matches('/').to_owned(), ratio))
+            }
+            _ => None,
         };
         let overload = match self.mode {
             Mode::Load => None,
@@ -267,6 +295,7 @@ impl Args {
             budget_p95_ms: self.budget_p95_ms,
             max_degradation: self.max_degradation,
             latency_floor_ms: self.latency_floor_ms,
+            reference,
             report_dir: self.report,
         })
     }

@@ -1,8 +1,10 @@
 //! The verdicts of a run.
 //!
 //! Load (SC-011, US7): no failed or lost request in any phase; the open-loop p95 within the
-//! budget; the open-loop p95 within `max_degradation` × max(baseline p95, floor). The
-//! saturation phase's latency is not judged: in a closed loop it is users ÷ throughput.
+//! budget; the open-loop p95 within `max_degradation` × max(baseline p95, floor); with a
+//! reference measured in the same run, the saturation throughput at least a share of the
+//! reference's. The saturation phase's latency is not judged: in a closed loop it is users ÷
+//! throughput.
 //!
 //! Overload: every answer 200 or 503 SERVICE_UNAVAILABLE + Retry-After; none lost; some refused
 //! when the callers outnumber the slots and the queue (a gateway without admission control
@@ -23,17 +25,27 @@ pub struct Verdict {
     pub detail: String,
 }
 
-/// The load run's verdicts; `saturation` is there for its failures only.
+/// The load run's verdicts. `saturation` is there for its failures and, with a reference,
+/// its throughput, unless `calls` (the same closed loop calling the tool only) is given: then
+/// that one's throughput is judged against `reference_phase`.
 pub fn judge_load(
     plan: &Plan,
     baseline: &PhaseResult,
     open: &PhaseResult,
     saturation: Option<&PhaseResult>,
+    calls: Option<&PhaseResult>,
+    reference_phase: Option<&PhaseResult>,
 ) -> Vec<Verdict> {
-    let phases: Vec<&PhaseResult> = [Some(baseline), saturation, Some(open)]
-        .into_iter()
-        .flatten()
-        .collect();
+    let phases: Vec<&PhaseResult> = [
+        Some(baseline),
+        saturation,
+        calls,
+        reference_phase,
+        Some(open),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let failures: usize = phases.iter().map(|p| p.total.failures).sum();
     let per_phase = phases
         .iter()
@@ -55,7 +67,7 @@ pub fn judge_load(
         String::new()
     };
     let answered = open.total.requests > 0 && baseline.total.requests > 0;
-    vec![
+    let mut verdicts = vec![
         Verdict {
             name: "no failed or lost requests".into(),
             passed: failures == 0 && answered,
@@ -81,7 +93,25 @@ pub fn judge_load(
                 plan.max_degradation
             ),
         },
-    ]
+    ];
+    if let (Some((url, ratio)), Some(judged)) = (&plan.reference, calls.or(saturation)) {
+        let measured = reference_phase.map_or(0.0, |r| r.total.rps);
+        verdicts.push(Verdict {
+            name: format!("{} throughput ≥ {ratio} × the reference's", judged.phase),
+            passed: measured > 0.0 && judged.total.rps >= ratio * measured,
+            detail: format!(
+                "{:.0} req/s against {:.0} = {ratio} × {measured:.0} req/s of {url} (ratio {:.3})",
+                judged.total.rps,
+                ratio * measured,
+                if measured > 0.0 {
+                    judged.total.rps / measured
+                } else {
+                    0.0
+                }
+            ),
+        });
+    }
+    verdicts
 }
 
 /// The overload run's verdicts.
@@ -197,11 +227,25 @@ mod tests {
     #[test]
     fn a_fast_baseline_is_judged_against_the_floor() {
         // 0.3 ms baseline, 1.5 ms under load: 5× the baseline but within 2 × the 1 ms floor.
-        let v = judge_load(&plan(&[]), &phase(1, 0.3, 0), &phase(100, 1.5, 0), None);
+        let v = judge_load(
+            &plan(&[]),
+            &phase(1, 0.3, 0),
+            &phase(100, 1.5, 0),
+            None,
+            None,
+            None,
+        );
         assert!(v.iter().all(|v| v.passed), "{v:#?}");
         assert!(v[2].detail.contains("floor"));
         // The floor is no escape: 2.1 ms is beyond 2 × 1 ms.
-        let v = judge_load(&plan(&[]), &phase(1, 0.3, 0), &phase(100, 2.1, 0), None);
+        let v = judge_load(
+            &plan(&[]),
+            &phase(1, 0.3, 0),
+            &phase(100, 2.1, 0),
+            None,
+            None,
+            None,
+        );
         assert!(!v[2].passed);
     }
 
@@ -213,15 +257,31 @@ mod tests {
             &phase(1, 5.0, 0),
             &phase(100, 6.0, 0),
             Some(&phase(100, 50.0, 1)),
+            None,
+            None,
         );
         assert!(!failed[0].passed);
         assert_eq!(
             failed[0].detail,
             "failed or lost: x 0 of 1000, x 1 of 1000, x 0 of 1000"
         );
-        let slow = judge_load(&p, &phase(1, 60.0, 0), &phase(100, 101.0, 0), None);
+        let slow = judge_load(
+            &p,
+            &phase(1, 60.0, 0),
+            &phase(100, 101.0, 0),
+            None,
+            None,
+            None,
+        );
         assert!(!slow[1].passed && slow[2].passed);
-        let degraded = judge_load(&p, &phase(1, 20.0, 0), &phase(100, 41.0, 0), None);
+        let degraded = judge_load(
+            &p,
+            &phase(1, 20.0, 0),
+            &phase(100, 41.0, 0),
+            None,
+            None,
+            None,
+        );
         assert!(degraded[1].passed && !degraded[2].passed);
         // A saturation phase far beyond 2× the baseline is reported, not judged.
         let v = judge_load(
@@ -229,8 +289,91 @@ mod tests {
             &phase(1, 5.0, 0),
             &phase(100, 6.0, 0),
             Some(&phase(100, 80.0, 0)),
+            None,
+            None,
         );
         assert!(v.iter().all(|v| v.passed), "{v:#?}");
+    }
+
+    /// The saturation throughput against the reference's: judged only with a reference; a
+    /// service at a tenth of a 1 000 req/s reference fails a 0.2 floor, at a quarter passes.
+    #[test]
+    fn the_throughput_floor_is_judged_against_the_reference() {
+        let p = plan(&[
+            "--reference-url",
+            "http://127.0.0.1:2",
+            "--min-reference-ratio",
+            "0.2",
+        ]);
+        let mut reference = phase(100, 5.0, 0);
+        reference.total.rps = 1000.0;
+        let mut saturation = phase(100, 50.0, 0);
+        saturation.total.rps = 100.0;
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&saturation),
+            None,
+            Some(&reference),
+        );
+        assert_eq!(v.len(), 4);
+        assert!(!v[3].passed, "{v:#?}");
+        assert_eq!(
+            v[3].detail,
+            "100 req/s against 200 = 0.2 × 1000 req/s of http://127.0.0.1:2 (ratio 0.100)"
+        );
+        saturation.total.rps = 250.0;
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&saturation),
+            None,
+            Some(&reference),
+        );
+        assert!(v[3].passed, "{v:#?}");
+        // A reference that answered nothing proves nothing: the verdict fails.
+        reference.total.rps = 0.0;
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&saturation),
+            None,
+            Some(&reference),
+        );
+        assert!(!v[3].passed, "{v:#?}");
+        // Without a reference, three verdicts.
+        let v = judge_load(
+            &plan(&[]),
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&saturation),
+            None,
+            None,
+        );
+        assert_eq!(v.len(), 3);
+        // With a calls-only phase, that one is judged: 150 of 1 000 fails 0.2 although the
+        // mixed saturation (250) would pass.
+        reference.total.rps = 1000.0;
+        let mut calls = phase(100, 50.0, 0);
+        calls.phase = "saturation, calls only".into();
+        calls.total.rps = 150.0;
+        let v = judge_load(
+            &p,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            Some(&saturation),
+            Some(&calls),
+            Some(&reference),
+        );
+        assert!(!v[3].passed, "{v:#?}");
+        assert!(
+            v[3].name.starts_with("saturation, calls only throughput"),
+            "{}",
+            v[3].name
+        );
     }
 
     #[test]
