@@ -2,8 +2,12 @@
 # Runs every test of the workspace: installs the real MCP servers the tests talk to into .deps/
 # (once), then unit, contract-drift and end-to-end tests (the e2e tests start the real binary
 # on free loopback ports, and run the conformance tester against every service of config/),
-# the bats tests, the short load test, and mutation testing of the change being tested.
-# Extra arguments go to `cargo test`, e.g. `scripts/test.sh mcp_provider`.
+# the bats tests, the short load test, the coverage gate, and mutation testing of the change
+# being tested. Everything is built instrumented for line coverage (scripts/lib/coverage.sh, in
+# <target>/llvm-cov-target), so every test counts, the bats tests and the load test included:
+# server, contract and wrappers must each have at least 90 % of their lines covered.
+# Extra arguments go to `cargo test`, e.g. `scripts/test.sh mcp_provider`; the coverage gate is
+# then not judged (a part of the tests covers a part of the code), and says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-mcp-servers.sh
@@ -13,6 +17,9 @@ scripts/install-test-tools.sh
 scripts/install-fuzz-tools.sh
 # The conformance tester's JUnit/JSON reports for each default service land here.
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
+# shellcheck source=scripts/lib/coverage.sh
+. scripts/lib/coverage.sh
+coverage_env --clean-profiles
 cargo test --workspace --locked -- "$@"
 # The deployment scripts (launchd/, deploy/systemd/) and run.sh's summary: bats tests against the
 # binaries cargo test built, where cargo put them (CARGO_TARGET_DIR counts).
@@ -29,6 +36,14 @@ MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-grap
 # refused, admitted calls at 0.7× the upstream's ceiling or more, with a bounded p99
 # (docs/performance.md). Reports in target/loadtest/.
 scripts/loadtest-ci.sh --profile dev
+# The coverage gate (SC-012): line coverage of every test above, test modules not counted.
+# Reports in target/coverage/ (html/index.html, summary.txt per file, crates.txt per crate).
+if (($#)); then
+  coverage_report "$PWD/target/coverage"
+  echo "coverage gate: not judged: only the tests matching '$*' ran" >&2
+else
+  coverage_report "$PWD/target/coverage" --min 90 crates/server crates/contract crates/wrappers
+fi
 # Mutation testing of the change being tested (since the merge base with main; on main, the newest
 # commit; uncommitted changes included): every mutant cargo-mutants makes on a changed line of the
 # code .cargo/mutants.toml names must fail a unit test. One that survives fails the run, and so
