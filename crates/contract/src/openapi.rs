@@ -404,8 +404,9 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
         "getPrompt" => {
             builder = builder.request_body(Some(json_body(
                 ObjectBuilder::new().schema_type(Type::Object).into(),
-                "The prompt's arguments; validated against its args_schema.",
+                "The prompt's arguments; validated against its args_schema. No body means `{}`.",
                 json!({"city": "Lisboa"}),
+                false,
             )))
         }
         "callTool" => {
@@ -413,13 +414,15 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 Ref::from_schema_name("ToolRequest").into(),
                 "The tool, its arguments, and optionally the request id.",
                 json!({"tool": "echo", "arguments": {"message": "héllo ✓"}}),
+                true,
             )))
         }
         "callToolByName" => {
             builder = builder.request_body(Some(json_body(
                 ObjectBuilder::new().schema_type(Type::Object).into(),
-                "The tool's arguments; validated against its input schema.",
+                "The tool's arguments; validated against its input schema. No body means `{}`.",
                 json!({"message": "héllo ✓"}),
+                false,
             )))
         }
         _ => {}
@@ -427,14 +430,21 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
     builder.responses(responses(op)).build()
 }
 
+/// A JSON request body; `required` only where a request without one is refused (POST
+/// /call-tool needs `tool`; a missing body of a prompt or a tool by name means `{}`).
 fn json_body(
     schema: RefOr<Schema>,
     description: &str,
     example: Value,
+    required: bool,
 ) -> utoipa::openapi::request_body::RequestBody {
     RequestBodyBuilder::new()
         .description(Some(description))
-        .required(Some(Required::True))
+        .required(Some(if required {
+            Required::True
+        } else {
+            Required::False
+        }))
         .content(
             "application/json",
             ContentBuilder::new()
