@@ -159,6 +159,8 @@ mod tests {
             ("demo://caf\u{e9}", "percent-encode"),
             ("demo://%zz", "two hex digits"),
             ("demo://%4", "two hex digits"),
+            // Checking goes on after an escape.
+            ("demo://%41 b", "' ' at byte 10"),
         ] {
             let error = uri_syntax_error(bad).unwrap_or_else(|| panic!("{bad:?} passed"));
             assert!(error.contains(why), "{bad:?}: {error}");
