@@ -7,7 +7,8 @@
 //!
 //! A valid call that answers EXECUTION_ERROR or TIMEOUT did not run the tool: it is neither a
 //! pass nor a failure, and a tool none of whose valid calls ran is reported *not exercised*.
-//! So is one answered CAPABILITY_REQUIRED (the tool needs what a REST caller cannot give).
+//! So is one answered CAPABILITY_REQUIRED (the tool needs what a REST caller cannot give), or
+//! refused before it ran for another reason than its input (RATE_LIMITED, SERVICE_UNAVAILABLE).
 
 use std::cell::RefCell;
 
@@ -177,6 +178,11 @@ fn judge_valid(tool: &str, arguments: &Value, ex: &Exchange) -> Verdict {
         ))
     } else if NOT_RUN.contains(&code) {
         Verdict::NotRun(format!("{code}: {error}"))
+    } else if ex.json()["success"] != json!(true) {
+        // Refused before it ran for a reason that is not the input's (RATE_LIMITED,
+        // SERVICE_UNAVAILABLE, FORBIDDEN by a key's scope): it proves nothing about the tool,
+        // and there is no `data` to check against the output schema.
+        Verdict::NotRun(format!("{} {code}: {error}", ex.status))
     } else {
         Verdict::Pass
     }

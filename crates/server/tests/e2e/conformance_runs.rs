@@ -282,3 +282,32 @@ async fn a_service_bridging_more_servers_passes() {
         .unwrap();
     assert!(catalog.passed >= 8, "{}", report.render());
 }
+
+/// A tester meeting the service's rate limit: a call answered 429 did not run the tool, so it
+/// is never a pass and its (absent) `data` is never checked against the output schema (that
+/// once read as "null is not of type object" for every call past the limit).
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_refused_by_the_rate_limit_count_as_not_run_not_as_results() {
+    let extra = format!(
+        "security: {{ rate_limit: 40 }}\nproviders:\n{}",
+        time_provider("time")
+    );
+    let gw = Gateway::start("limited", &extra).await;
+    let mut options = conformance::Options::new(&gw.url(""));
+    options.cases = 32;
+    options.seed = 7;
+    let report = tokio::task::spawn_blocking(move || conformance::run(options))
+        .await
+        .unwrap()
+        .expect("conformance runs");
+    let rendered = report.render();
+    assert!(
+        rendered.contains("RATE_LIMITED"),
+        "the limit was met:\n{rendered}"
+    );
+    let output = report.checks.iter().find(|c| c.name == "tool-output");
+    assert!(
+        output.is_none_or(|c| c.failed == 0),
+        "a 429 was read as a result:\n{rendered}"
+    );
+}
