@@ -39,6 +39,18 @@ make_origin() {
 }
 
 # Puts the script under test and the stand-in tools into checkout DIR (untracked).
+# The origin with a branch `feature` of two commits off main (its fork point in $fork), and
+# one more commit on main after the fork; main is checked out.
+make_feature_branch() {
+  make_origin
+  fork="$(git -C "$ORIGIN" rev-parse HEAD)"
+  git -C "$ORIGIN" checkout -q -b feature
+  commit "$ORIGIN" src/lib.rs "fn three() {}"
+  commit "$ORIGIN" src/lib.rs "fn four() {}"
+  git -C "$ORIGIN" checkout -q main
+  commit "$ORIGIN" src/other.rs "fn five() {}"
+}
+
 install_script() {
   mkdir -p "$1/scripts/lib" "$1/.deps/cargo-tools/bin"
   cp "$REPO/scripts/mutants.sh" "$1/scripts/"
@@ -122,14 +134,8 @@ THREE=$'src/lib.rs:1:1: replace a\nsrc/lib.rs:2:1: replace b\nsrc/lib.rs:3:1: re
 }
 
 @test "on a branch off main: diffed against the merge base, so every commit of the branch counts" {
-  make_origin
   local fork
-  fork="$(git -C "$ORIGIN" rev-parse HEAD)"
-  git -C "$ORIGIN" checkout -q -b feature
-  commit "$ORIGIN" src/lib.rs "fn three() {}"
-  commit "$ORIGIN" src/lib.rs "fn four() {}"
-  git -C "$ORIGIN" checkout -q main
-  commit "$ORIGIN" src/other.rs "fn five() {}"
+  make_feature_branch
   git -C "$ORIGIN" checkout -q feature
   install_script "$ORIGIN"
   export FAKE_LIST="$THREE" FAKE_CAUGHT=3
@@ -197,14 +203,8 @@ THREE=$'src/lib.rs:1:1: replace a\nsrc/lib.rs:2:1: replace b\nsrc/lib.rs:3:1: re
 }
 
 @test "a shallow clone of a branch fetches main and the history to the merge base" {
-  make_origin
   local fork
-  fork="$(git -C "$ORIGIN" rev-parse HEAD)"
-  git -C "$ORIGIN" checkout -q -b feature
-  commit "$ORIGIN" src/lib.rs "fn three() {}"
-  commit "$ORIGIN" src/lib.rs "fn four() {}"
-  git -C "$ORIGIN" checkout -q main
-  commit "$ORIGIN" src/other.rs "fn five() {}"
+  make_feature_branch
   git clone -q --depth 1 --branch feature "file://$ORIGIN" "$BATS_TEST_TMPDIR/shallow"
   install_script "$BATS_TEST_TMPDIR/shallow"
   export FAKE_LIST="$THREE" FAKE_CAUGHT=3

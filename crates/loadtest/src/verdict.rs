@@ -297,6 +297,23 @@ mod tests {
 
     /// The saturation throughput against the reference's: judged only with a reference; a
     /// service at a tenth of a 1 000 req/s reference fails a 0.2 floor, at a quarter passes.
+    /// The load verdicts of a 5 ms baseline and a 6 ms open loop with these phases.
+    fn judged(
+        plan: &Plan,
+        saturation: Option<&PhaseResult>,
+        calls: Option<&PhaseResult>,
+        reference: Option<&PhaseResult>,
+    ) -> Vec<Verdict> {
+        judge_load(
+            plan,
+            &phase(1, 5.0, 0),
+            &phase(100, 6.0, 0),
+            saturation,
+            calls,
+            reference,
+        )
+    }
+
     #[test]
     fn the_throughput_floor_is_judged_against_the_reference() {
         let p = plan(&[
@@ -309,14 +326,7 @@ mod tests {
         reference.total.rps = 1000.0;
         let mut saturation = phase(100, 50.0, 0);
         saturation.total.rps = 100.0;
-        let v = judge_load(
-            &p,
-            &phase(1, 5.0, 0),
-            &phase(100, 6.0, 0),
-            Some(&saturation),
-            None,
-            Some(&reference),
-        );
+        let v = judged(&p, Some(&saturation), None, Some(&reference));
         assert_eq!(v.len(), 4);
         assert!(!v[3].passed, "{v:#?}");
         assert_eq!(
@@ -324,35 +334,14 @@ mod tests {
             "100 req/s against 200 = 0.2 × 1000 req/s of http://127.0.0.1:2 (ratio 0.100)"
         );
         saturation.total.rps = 250.0;
-        let v = judge_load(
-            &p,
-            &phase(1, 5.0, 0),
-            &phase(100, 6.0, 0),
-            Some(&saturation),
-            None,
-            Some(&reference),
-        );
+        let v = judged(&p, Some(&saturation), None, Some(&reference));
         assert!(v[3].passed, "{v:#?}");
         // A reference that answered nothing proves nothing: the verdict fails.
         reference.total.rps = 0.0;
-        let v = judge_load(
-            &p,
-            &phase(1, 5.0, 0),
-            &phase(100, 6.0, 0),
-            Some(&saturation),
-            None,
-            Some(&reference),
-        );
+        let v = judged(&p, Some(&saturation), None, Some(&reference));
         assert!(!v[3].passed, "{v:#?}");
         // Without a reference, three verdicts.
-        let v = judge_load(
-            &plan(&[]),
-            &phase(1, 5.0, 0),
-            &phase(100, 6.0, 0),
-            Some(&saturation),
-            None,
-            None,
-        );
+        let v = judged(&plan(&[]), Some(&saturation), None, None);
         assert_eq!(v.len(), 3);
         // With a calls-only phase, that one is judged: 150 of 1 000 fails 0.2 although the
         // mixed saturation (250) would pass.
@@ -360,14 +349,7 @@ mod tests {
         let mut calls = phase(100, 50.0, 0);
         calls.phase = "saturation, calls only".into();
         calls.total.rps = 150.0;
-        let v = judge_load(
-            &p,
-            &phase(1, 5.0, 0),
-            &phase(100, 6.0, 0),
-            Some(&saturation),
-            Some(&calls),
-            Some(&reference),
-        );
+        let v = judged(&p, Some(&saturation), Some(&calls), Some(&reference));
         assert!(!v[3].passed, "{v:#?}");
         assert!(
             v[3].name.starts_with("saturation, calls only throughput"),

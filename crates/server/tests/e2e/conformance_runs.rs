@@ -293,13 +293,7 @@ async fn calls_refused_by_the_rate_limit_count_as_not_run_not_as_results() {
         time_provider("time")
     );
     let gw = Gateway::start("limited", &extra).await;
-    let mut options = conformance::Options::new(&gw.url(""));
-    options.cases = 32;
-    options.seed = 7;
-    let report = tokio::task::spawn_blocking(move || conformance::run(options))
-        .await
-        .unwrap()
-        .expect("conformance runs");
+    let report = conformance(gw.port, &[], false).await;
     let rendered = report.render();
     assert!(
         rendered.contains("RATE_LIMITED"),
