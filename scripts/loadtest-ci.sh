@@ -34,10 +34,13 @@
 #   scripts/loadtest-ci.sh [--profile release|dev] [--run-time 5s] [--users 100] [--no-build]
 #                          [--service NAME|overload]... [-- LOADTEST OPTIONS...]
 #
-# --profile dev uses the debug binaries `cargo test` already built (scripts/test.sh does this, to
-# spare CI a release build) and the debug budgets below; options after `--` go to every load
-# run (they come after the budget, so they win). Binaries come from $CARGO_TARGET_DIR (default
-# target/).
+# --profile dev uses debug binaries and the debug budgets below (scripts/test.sh does this, with
+# --no-build: `cargo test --workspace` has just built every binary and example used here, and a
+# build of three packages alone would resolve features differently and rebuild 151 crates, 109 s
+# on 2 cores); options after `--` go to every load run (they come after the budget, so they
+# win). Binaries come from where cargo puts them (scripts/lib/cargo-target.sh:
+# CARGO_TARGET_DIR, build.target-dir, else target/); --no-build fails, naming it, when one is
+# missing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -60,7 +63,9 @@ while (($#)); do
     *) echo "loadtest-ci: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-target_dir="${CARGO_TARGET_DIR:-$root/target}"
+# shellcheck source=scripts/lib/cargo-target.sh
+. "$root/scripts/lib/cargo-target.sh"
+target_dir="$(cargo_target_dir "$root")"
 # The open-loop p95 budget per service, in ms: what the code meets with margin (2–4× the p95
 # measured here, docs/performance.md) and a 5× slower service cannot. The floor under the
 # baseline for the 2× verdict: debug builds of client and server on 2 cores jitter by a few ms.
@@ -96,6 +101,14 @@ if ((build)); then
 fi
 gateway="$bin_dir/mcp-http-gateway"
 loadtest="$bin_dir/loadtest"
+for built in "$gateway" "$loadtest" "$bin_dir/hello-provider" "$bin_dir/examples/hello_axum" \
+  "$bin_dir/examples/slow_upstream"; do
+  [ -x "$built" ] || {
+    release_flag=""; [[ "$profile" == release ]] && release_flag=" --release"
+    echo "loadtest-ci: no $built: build it (cargo build$release_flag --locked -p mcp-http-gateway -p loadtest -p hello-provider --bins --examples) or run without --no-build" >&2
+    exit 2
+  }
+done
 
 # Backends.
 eval "$(scripts/bolt-db.sh start --port 0 --data "$work/bolt" \

@@ -10,6 +10,20 @@
 # then not judged (a part of the tests covers a part of the code), and says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# How long each step took, printed when the run ends (passed or not), so a slower CI run says
+# where its time went (docs/testing.md, "How long a run takes").
+step_times=() step_name="" step_start=$SECONDS
+step() {
+  if [ -n "$step_name" ]; then step_times+=("$(printf '%6d s  %s' $((SECONDS - step_start)) "$step_name")"); fi
+  step_name="$1" step_start=$SECONDS
+}
+print_step_times() {
+  step ""
+  echo "test.sh: time per step (total $SECONDS s):" >&2
+  printf '  %s\n' "${step_times[@]}" >&2
+}
+trap print_step_times EXIT
+step "install the MCP servers, LiteLLM, ArcadeDB and the test and fuzz tools"
 scripts/install-mcp-servers.sh
 scripts/install-litellm.sh
 scripts/install-arcadedb.sh
@@ -19,23 +33,30 @@ scripts/install-fuzz-tools.sh
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 # shellcheck source=scripts/lib/coverage.sh
 . scripts/lib/coverage.sh
+step "install cargo-llvm-cov and llvm-tools"
 coverage_env --clean-profiles
+step "cargo test: build"
+cargo test --workspace --locked --no-run
+step "cargo test: run"
 cargo test --workspace --locked -- "$@"
 # The deployment scripts (launchd/, deploy/systemd/) and run.sh's summary: bats tests against the
 # binaries cargo test built, where cargo put them (CARGO_TARGET_DIR counts).
 # shellcheck source=scripts/lib/cargo-target.sh
 . scripts/lib/cargo-target.sh
 debug="$(cargo_target_dir .)/debug"
+step "bats"
 MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-graph-index" \
   HELLO_PROVIDER_BIN="$debug/hello-provider" bats launchd/tests scripts/tests
-# The short load test (5 s per phase, 100 clients; about 2 minutes) with the debug binaries just
-# built, against every shipped service, hello's gRPC providers included (one not healthy once its
+# The short load test (5 s per phase, 100 clients; about 4 minutes) with the debug binaries
+# `cargo test` just built (--no-build), against every shipped service, hello's gRPC providers included (one not healthy once its
 # dependencies settled fails the run, unless scripts/not-run-in-ci.txt lists it), then the
 # overload test: no failed or lost request, open-loop p95 within the service's measured debug
 # budget and within 2× the 1-client baseline; overload answers 200 or 503 + Retry-After, some
 # refused, admitted calls at 0.7× the upstream's ceiling or more, with a bounded p99
 # (docs/performance.md). Reports in target/loadtest/.
-scripts/loadtest-ci.sh --profile dev
+step "load test"
+scripts/loadtest-ci.sh --profile dev --no-build
+step "coverage report"
 # The coverage gate (SC-012): line coverage of every test above, test modules not counted.
 # Reports in target/coverage/ (html/index.html, summary.txt per file, crates.txt per crate).
 if (($#)); then
@@ -49,7 +70,9 @@ fi
 # code .cargo/mutants.toml names must fail a unit test. One that survives fails the run, and so
 # does one left untested by the 300 s budget, or a change that cannot be told (a shallow clone
 # with nothing to fetch from) (docs/testing.md, "Mutation testing").
+step "mutation testing"
 scripts/mutants.sh --in-diff --after-tests
+step ""
 echo "conformance reports: $CONFORMANCE_REPORT_DIR" >&2
 # What this run does not test, by name and why (a checked list: docs/testing.md, "Not run in CI").
 echo "not run in CI (scripts/not-run-in-ci.txt):" >&2

@@ -145,3 +145,17 @@ recorder() {
   grep -qx "cargo build --release --locked -p hello-provider" "$CARGO_LOG"
   grep -qx -- "--listen 127.0.0.1:$rs_port" "$calls"
 }
+
+@test "loadtest-ci.sh --no-build looks for its binaries where cargo puts them, and names the one missing" {
+  # Nothing is built in the shared target folder: the first binary it needs is named, under
+  # CARGO_TARGET_DIR, before any backend is started, and no build is asked of cargo.
+  PATH="$FAKE_BIN:$PATH" run -2 "$REPO/scripts/loadtest-ci.sh" --profile dev --no-build
+  [[ "$output" == *"loadtest-ci: no $CARGO_TARGET_DIR/debug/mcp-http-gateway: build it"* ]]
+  [[ "$output" == *"or run without --no-build"* ]]
+  run ! grep -q "^cargo build" "$CARGO_LOG"
+  # With the gateway there, the next one missing is named.
+  mkdir -p "$CARGO_TARGET_DIR/debug"
+  cp "$GATEWAY" "$CARGO_TARGET_DIR/debug/mcp-http-gateway"
+  PATH="$FAKE_BIN:$PATH" run -2 "$REPO/scripts/loadtest-ci.sh" --profile dev --no-build
+  [[ "$output" == *"loadtest-ci: no $CARGO_TARGET_DIR/debug/loadtest: build it"* ]]
+}
