@@ -31,7 +31,9 @@ pub use resource::{
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
     ResourceTemplatesResponse, ResourcesResponse, uri_syntax_error,
 };
-pub use tool::{QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, qualified_name};
+pub use tool::{
+    QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, UntypedResult, qualified_name,
+};
 pub use validation::ArgumentValidator;
 
 /// The header that carries the request id in both directions.

@@ -670,6 +670,7 @@ fn success_example(op: &Operation) -> Value {
                 tools: vec![ToolSchema {
                     title: None,
                     output_schema: None,
+                    untyped_result: crate::UntypedResult::AnyJson,
                     name: "echo".into(),
                     qualified_name: Some("everything.echo".into()),
                     description: "Echoes back the input".into(),

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::{ArgumentValidator, ErrorCode, ToolSchema};
+use crate::{ArgumentValidator, ErrorCode, ToolSchema, UntypedResult};
 
 /// The limits a client needs to know, published as `x-limits` at the document's root.
 #[derive(Debug, Clone, Copy)]
@@ -51,8 +51,11 @@ pub struct Publication<'a> {
     pub limits: Limits,
 }
 
-/// The component that types `data` for a tool that declares no output schema.
+/// The component that types `data` for a tool that declares no output schema and is not an
+/// MCP tool's.
 const GENERIC_RESULT: &str = "ToolResult";
+/// The component that types `data` for an MCP tool that declares no output schema.
+const MCP_RESULT: &str = "McpToolResult";
 
 /// Builds the document for a service's current tools. Run when the tools or the settings
 /// change, never per request.
@@ -306,7 +309,13 @@ impl<'a> TypedTool<'a> {
             "success".into(),
             json!({"type": "boolean", "const": true, "description": "Always true here."}),
         );
-        let data = self.output.as_deref().unwrap_or(GENERIC_RESULT);
+        let data = self
+            .output
+            .as_deref()
+            .unwrap_or(match self.tool.untyped_result {
+                UntypedResult::AnyJson => GENERIC_RESULT,
+                UntypedResult::McpContent => MCP_RESULT,
+            });
         properties.insert(
             "data".into(),
             json!({"$ref": component(data), "description": format!("The result of `{}`.", self.tool.name)}),
@@ -499,12 +508,23 @@ fn generic_result_schemas() -> Map<String, Value> {
     schemas.insert(
         GENERIC_RESULT.into(),
         json!({
-            "description": "`data` of a tool that declares no output schema. For an MCP tool: \
-                `{content: [blocks]}` with the tool's content blocks, or, when its only block is \
-                text holding a JSON object, that object. For a Cypher tool: the rows under the \
-                tool's result key, with `count`. For an HTTP tool: what its `result` pointer \
-                selects, any JSON (no `type` is stated for that reason).",
+            "description": "`data` of a tool that declares no output schema and is not an MCP \
+                tool's. For an HTTP tool: what its `result` pointer selects; for a gRPC tool: \
+                what its provider answers. Any JSON (no `type` is stated for that reason).",
+        }),
+    );
+    schemas.insert(
+        MCP_RESULT.into(),
+        json!({
+            "type": "object",
+            "description": "`data` of an MCP tool that declares no output schema: the tool's \
+                content blocks under `content`, always there, as MCP requires them of every \
+                result. Beside them, the members of the tool's structured content when that is \
+                an object, or else of its only content block when that is text holding a JSON \
+                object (`{\"a\": 1}` answers `{a: 1, content: [...]}`), unless one of them is \
+                named `content`.",
             "properties": {"content": {"type": "array", "items": {"$ref": component("ContentBlock")}}},
+            "required": ["content"],
             "additionalProperties": true,
         }),
     );

@@ -50,6 +50,23 @@ pub struct ToolSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub annotations: Option<Value>,
+    /// What `data` holds when there is no `output_schema`, so that the service's OpenAPI
+    /// document can type it. Set by the provider; not part of GET /tools (a client reads the
+    /// typed operation instead).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub untyped_result: UntypedResult,
+}
+
+/// The `data` of a successful call of a tool that declares no output schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UntypedResult {
+    /// Any JSON value: an HTTP tool's selected result, a Cypher tool's rows, ….
+    #[default]
+    AnyJson,
+    /// An MCP tool's: an object whose `content` holds the tool's content blocks, as MCP
+    /// requires every tool result to have them (`ToolSchema`'s provider guarantees it).
+    McpContent,
 }
 
 /// `data` of GET /tools.

@@ -17,11 +17,26 @@ fn tools_of(json: &str) -> Vec<ToolSchema> {
     serde_json::from_value(file["tools"].clone()).unwrap()
 }
 
+/// MCP servers' tools (a fixture's and server-everything's), as their provider lists them, and
+/// one HTTP tool without an output schema.
 fn real_tools() -> Vec<ToolSchema> {
     let mut tools = tools_of(include_str!("../../testdata/typed_fixture_tools.json"));
     tools.extend(tools_of(include_str!(
         "../../benches/everything_tools.json"
     )));
+    for tool in &mut tools {
+        tool.untyped_result = crate::UntypedResult::McpContent;
+    }
+    tools.push(ToolSchema {
+        qualified_name: None,
+        name: "http_status".into(),
+        title: None,
+        description: "An HTTP API's status, as it answers it.".into(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        untyped_result: crate::UntypedResult::AnyJson,
+        annotations: None,
+    });
     tools
 }
 
@@ -367,19 +382,37 @@ fn data_is_typed_with_the_output_schema_or_the_generic_result() {
         result("register_person"),
         "#/components/schemas/tool__register_person__Output"
     );
-    assert_eq!(result("echo"), "#/components/schemas/ToolResult");
-    // The generic result accepts what the MCP mapping answers.
-    let generic = validator_in(&doc, &named("ToolResult"));
+    assert_eq!(result("echo"), "#/components/schemas/McpToolResult");
+    assert_eq!(result("http_status"), "#/components/schemas/ToolResult");
+    // An MCP tool's untyped result accepts what the MCP mapping answers, and always has its
+    // content blocks (issue 31: a typed client reads `data.content[0]` without a guard).
+    let mcp = validator_in(&doc, &named("McpToolResult"));
     for data in [
         json!({"content": [{"type": "text", "text": "hi"}]}),
         json!({"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
         json!({"content": [{"type": "resource", "resource": {"uri": "test://x", "text": "t"}}]}),
         json!({"content": [{"type": "resource_link", "uri": "test://x", "name": "x"}]}),
-        json!({"a": [1, "é"]}),
+        json!({"a": [1, "é"], "content": [{"type": "text", "text": "{\"a\": [1, \"é\"]}"}]}),
     ] {
-        assert!(generic.is_valid(&data), "{data}");
+        assert!(mcp.is_valid(&data), "{data}");
     }
-    assert!(!generic.is_valid(&json!({"content": [{"type": "text"}]})));
+    for data in [
+        json!({"content": [{"type": "text"}]}),
+        json!({"a": [1, "é"]}),
+        json!([1]),
+    ] {
+        assert!(!mcp.is_valid(&data), "{data}");
+    }
+    // Another tool's: any JSON.
+    let any = validator_in(&doc, &named("ToolResult"));
+    for data in [
+        json!({"content": "not blocks"}),
+        json!([1]),
+        json!("text"),
+        json!(null),
+    ] {
+        assert!(any.is_valid(&data), "{data}");
+    }
 }
 
 #[test]

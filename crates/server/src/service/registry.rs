@@ -320,6 +320,7 @@ mod tests {
                     description: format!("{n} of {}", self.0),
                     input_schema: json!({"type": "object"}),
                     output_schema: None,
+                    untyped_result: contract::UntypedResult::AnyJson,
                     annotations: None,
                 })
                 .collect()

@@ -32,8 +32,17 @@ async fn a_child_sees_no_secret_of_the_gateway_only_what_it_is_given() {
     let answer = call(&gw, "get-env", json!({})).await;
     answer.assert_envelope();
     assert_eq!(answer.status, 200, "{}", answer.body);
-    let seen = &answer.body["data"];
+    // What the child printed: the text of the tool's only block (its members are also spread
+    // beside `content` in `data`).
+    let data = &answer.body["data"];
+    let seen: serde_json::Value = data["content"][0]["text"]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_else(|| panic!("get-env printed no JSON text: {data}"));
     assert!(seen.is_object(), "get-env printed no object: {seen}");
+    for (name, value) in seen.as_object().unwrap() {
+        assert_eq!(&data[name], value, "{name} is not spread into data: {data}");
+    }
     let printed = seen.to_string();
     for (name, value) in SECRETS {
         assert!(

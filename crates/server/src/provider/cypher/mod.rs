@@ -75,6 +75,7 @@ impl CypherProvider {
                     name: tool.clone(),
                     description: declared.description.clone(),
                     input_schema: declared.input_schema.clone(),
+                    untyped_result: contract::UntypedResult::AnyJson,
                     annotations: Some(
                         json!({"readOnlyHint": !query.writes(), "openWorldHint": false}),
                     ),

@@ -104,6 +104,7 @@ fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, String> {
         description: tool.description.clone(),
         input_schema,
         output_schema,
+        untyped_result: contract::UntypedResult::AnyJson,
         annotations: None,
         qualified_name: None,
     })

@@ -331,6 +331,7 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
             qualified_name: None,
             title: None,
             output_schema: declared.output_schema.clone(),
+            untyped_result: contract::UntypedResult::AnyJson,
             name: name.clone(),
             description: declared.description.clone(),
             input_schema: declared.input_schema.clone(),

@@ -132,6 +132,7 @@ pub fn tools_of(
                     qualified_name: None,
                     title: None,
                     output_schema: None,
+                    untyped_result: contract::UntypedResult::AnyJson,
                     name: id.to_owned(),
                     description,
                     input_schema,

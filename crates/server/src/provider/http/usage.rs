@@ -65,6 +65,7 @@ pub fn tool_schema(name: &str) -> ToolSchema {
         qualified_name: None,
         title: None,
         output_schema: None,
+        untyped_result: contract::UntypedResult::AnyJson,
         name: name.to_owned(),
         description: "Calls and prompt/completion tokens per model, counted by the gateway from the upstream's answers since it started".into(),
         input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),

@@ -118,6 +118,15 @@ impl Inner {
         ))
     }
 
+    /// Whether the server lists `tool` with an output schema: its structured content is then
+    /// the call's `data` as it is.
+    fn declares_output(&self, tool: &str) -> bool {
+        self.tools
+            .read_unpoisoned()
+            .iter()
+            .any(|t| t.name == tool && t.output_schema.is_some())
+    }
+
     pub(super) async fn call(
         self: &std::sync::Arc<Self>,
         tool: &str,
@@ -187,7 +196,9 @@ impl Inner {
                     ms: cx.timeout.as_millis() as u64,
                 })
             }
-            Ok(Ok(CallToolResponse::Complete(result))) => result::call_data(tool, result),
+            Ok(Ok(CallToolResponse::Complete(result))) => {
+                result::call_data(tool, result, self.declares_output(tool))
+            }
             Ok(Ok(_)) => Err(ToolError::CapabilityRequired(format!(
                 "Tool '{tool}' answered with a task or a request for input, which a REST call cannot carry: call it over MCP at /mcp"
             ))),

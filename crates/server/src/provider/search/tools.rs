@@ -41,6 +41,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
         description: description.to_owned(),
         input_schema: input,
         output_schema: Some(output),
+        untyped_result: contract::UntypedResult::AnyJson,
         annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
         qualified_name: None,
     };
