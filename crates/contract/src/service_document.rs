@@ -1,5 +1,5 @@
 //! The per-service OpenAPI document served at GET /openapi.json: the contract, typed with the
-//! service's tools, built once per change of the tool list.
+//! service's tools and prompts, built once per change of the tool list.
 //!
 //! What it adds to the static contract:
 //! - each tool's input and output schema hoisted into `components/schemas` under names
@@ -12,10 +12,13 @@
 //!   the tool's output schema, or with the shape the gateway answers when it has none; these
 //!   replace the contract's template `POST /tools/{name}`, whose "any object" body would be a
 //!   promise the gateway does not keep;
+//! - likewise one operation per prompt, `POST /prompts/<name>`, with the prompt's
+//!   `args_schema` as its body ([`prompts`]), in place of `POST /prompts/{name}`;
 //! - the service's address in `servers`, and the security schemes only when API keys are on.
 
 mod example;
 mod hoist;
+mod prompts;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::{ArgumentValidator, ErrorCode, ToolSchema, UntypedResult};
+use crate::{ArgumentValidator, ErrorCode, PromptInfo, ToolSchema, UntypedResult};
 
 /// The limits a client needs to know, published as `x-limits` at the document's root.
 #[derive(Debug, Clone, Copy)]
@@ -57,9 +60,13 @@ const GENERIC_RESULT: &str = "ToolResult";
 /// The component that types `data` for an MCP tool that declares no output schema.
 const MCP_RESULT: &str = "McpToolResult";
 
-/// Builds the document for a service's current tools. Run when the tools or the settings
-/// change, never per request.
-pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> Value {
+/// Builds the document for a service's current tools and prompts. Run when they or the
+/// settings change, never per request.
+pub fn service_document(
+    publication: &Publication<'_>,
+    tools: &[ToolSchema],
+    prompts: &[PromptInfo],
+) -> Value {
     let mut doc = crate::openapi::document_json();
     doc["info"]["title"] = json!(format!("{} (mcp-http-gateway)", publication.service));
     doc["info"]["version"] = json!(publication.version);
@@ -118,6 +125,12 @@ pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> 
             json!({ "post": operation }),
         ));
     }
+    let prompt_operations = prompts::operations(
+        &doc["paths"]["/prompts/{name}"]["post"],
+        prompts,
+        &mut names,
+        schemas,
+    );
     doc["components"]["schemas"] = Value::Object(std::mem::take(schemas));
 
     if !calls.is_empty() {
@@ -145,6 +158,12 @@ pub fn service_document(publication: &Publication<'_>, tools: &[ToolSchema]) -> 
     // every tool whose schema asks for more: here each tool has its own path instead.
     paths.remove("/tools/{name}");
     paths.extend(operations);
+    // The same for prompts, once there are any (with none, the template's 404 for every name
+    // is what the server does).
+    if !prompt_operations.is_empty() {
+        paths.remove("/prompts/{name}");
+        paths.extend(prompt_operations);
+    }
     publish_security(&mut doc, publication.api_keys_enabled);
     doc
 }
@@ -333,7 +352,7 @@ impl<'a> TypedTool<'a> {
     fn operation(&self, by_name: &Value, result: &str) -> Value {
         let tool = self.tool;
         let mut op = by_name.clone();
-        op["operationId"] = json!(operation_id(&tool.name));
+        op["operationId"] = json!(operation_id("call", &tool.name));
         op["summary"] = json!(tool.title.as_deref().unwrap_or(&tool.name));
         op["description"] = json!(if tool.description.is_empty() {
             format!("Calls tool `{}`.", tool.name)
@@ -559,9 +578,10 @@ fn safe_name(name: &str) -> String {
         .collect()
 }
 
-/// `call_` + the tool name with anything outside `[A-Za-z0-9_]` replaced by `_`.
-fn operation_id(tool: &str) -> String {
-    let safe: String = tool
+/// `verb` + `_` + `name` with anything outside `[A-Za-z0-9_]` replaced by `_`: `call_<tool>`
+/// for a tool, `get_prompt_<prompt>` for a prompt, so the two never clash.
+fn operation_id(verb: &str, name: &str) -> String {
+    let safe: String = name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' {
@@ -571,5 +591,5 @@ fn operation_id(tool: &str) -> String {
             }
         })
         .collect();
-    format!("call_{safe}")
+    format!("{verb}_{safe}")
 }

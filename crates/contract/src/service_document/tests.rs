@@ -56,8 +56,39 @@ fn publication(api_keys_enabled: bool) -> Publication<'static> {
     }
 }
 
+/// server-everything's prompts as GET /prompts lists them, and one of a second provider with
+/// the same served name (the first keeps it).
+fn real_prompts() -> Vec<crate::PromptInfo> {
+    let prompt = |name: &str, provider: &str, properties: Value, required: Value| {
+        serde_json::from_value(json!({
+            "name": name, "description": format!("{name} of {provider}"), "arguments": [],
+            "args_schema": {"type": "object", "properties": properties, "required": required},
+            "provider": provider, "qualified_name": format!("{provider}.{name}"),
+        }))
+        .unwrap()
+    };
+    let mut simple: crate::PromptInfo = prompt("simple-prompt", "everything", json!({}), json!([]));
+    simple.description = Some(String::new());
+    vec![
+        simple,
+        prompt(
+            "args-prompt",
+            "everything",
+            json!({"city": {"type": "string", "description": "Name of the city"}, "state": {"type": "string"}}),
+            json!(["city"]),
+        ),
+        prompt(
+            "resource-prompt",
+            "everything",
+            json!({"resourceType": {"type": "string"}, "resourceId": {"type": "string"}}),
+            json!(["resourceType", "resourceId"]),
+        ),
+        prompt("args-prompt", "other", json!({}), json!([])),
+    ]
+}
+
 fn document() -> Value {
-    service_document(&publication(false), &real_tools())
+    service_document(&publication(false), &real_tools(), &real_prompts())
 }
 
 /// Every `$ref` of `node` (anywhere in the document), with its JSON pointer.
@@ -423,7 +454,7 @@ fn servers_and_security_follow_the_settings() {
         json!([{"url": "http://127.0.0.1:8004", "description": "This service."}])
     );
     assert!(off["components"].get("securitySchemes").is_none());
-    let on = service_document(&publication(true), &real_tools());
+    let on = service_document(&publication(true), &real_tools(), &[]);
     assert!(on["components"]["securitySchemes"]["apiKey"].is_object());
     for (doc, keys) in [(&off, false), (&on, true)] {
         for (path, item) in doc["paths"].as_object().unwrap() {
@@ -490,7 +521,7 @@ fn a_tools_operation_is_named_safely_and_takes_its_given_example() {
              "examples": [{"n": "not a number"}]}}
         ]}"#,
     );
-    let doc = service_document(&publication(false), &tools);
+    let doc = service_document(&publication(false), &tools, &[]);
     let ops: BTreeMap<&str, &Value> = operations(&doc).into_iter().collect();
     let time = ops["/tools/get-time.v2"];
     assert_eq!(time["operationId"], "call_get_time_v2");
@@ -515,5 +546,61 @@ fn a_tools_operation_is_named_safely_and_takes_its_given_example() {
     assert_ne!(
         example(ops["/tools/bad_example"]),
         json!({"n": "not a number"})
+    );
+}
+
+/// Each prompt has `POST /prompts/<name>` with its `args_schema` as the body, in place of the
+/// template's any-object body (which the server refuses for a prompt with a required
+/// argument: a fuzzer finding, issue 31); with no prompt, the template stays.
+#[test]
+fn each_prompt_has_its_own_operation_typed_by_its_arguments() {
+    let doc = document();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(!paths.contains_key("/prompts/{name}"));
+    let op = |path: &str| &doc["paths"][path]["post"];
+    let args = op("/prompts/args-prompt");
+    assert_eq!(args["operationId"], "get_prompt_args_prompt");
+    assert_eq!(args["tags"], json!(["prompt"]));
+    assert_eq!(args["description"], "args-prompt of everything");
+    assert!(
+        args["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["in"] != "path"),
+        "{args}"
+    );
+    assert_eq!(args["requestBody"]["required"], true);
+    assert_eq!(
+        op("/prompts/simple-prompt")["requestBody"]["required"],
+        false
+    );
+    // A prompt that says nothing of itself is described by its name.
+    assert_eq!(
+        op("/prompts/simple-prompt")["description"],
+        "Renders prompt `simple-prompt`."
+    );
+    let body = &args["requestBody"]["content"]["application/json"];
+    let schema = validator_in(&doc, &body["schema"]);
+    assert!(schema.is_valid(&json!({"city": "Lisboa"})));
+    assert!(!schema.is_valid(&json!({})));
+    assert!(!schema.is_valid(&json!({"city": 1})));
+    assert!(schema.is_valid(&body["example"]), "{}", body["example"]);
+    let resource = &op("/prompts/resource-prompt")["requestBody"]["content"]["application/json"];
+    assert!(validator_in(&doc, &resource["schema"]).is_valid(&resource["example"]));
+    // The 200 answer is the envelope of a rendered prompt, with no other prompt's example.
+    let ok = &args["responses"]["200"]["content"]["application/json"];
+    assert_eq!(ok["schema"]["$ref"], "#/components/schemas/PromptEnvelope");
+    assert!(ok.get("example").is_none(), "{ok}");
+    // The served name offered twice is the first provider's, as the server resolves it.
+    let prompt_ops = paths.keys().filter(|p| p.starts_with("/prompts/")).count();
+    assert_eq!(prompt_ops, 3, "{:?}", paths.keys().collect::<Vec<_>>());
+
+    let none = service_document(&publication(false), &real_tools(), &[]);
+    assert!(
+        none["paths"]
+            .as_object()
+            .unwrap()
+            .contains_key("/prompts/{name}")
     );
 }

@@ -60,7 +60,17 @@ impl Service {
         what: &str,
         list: impl for<'p> Fn(&'p dyn Provider) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
     ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
-        let providers = self.catalog_providers();
+        self.list_each_of(self.catalog_providers(), what, list)
+            .await
+    }
+
+    /// [`Self::list_each`] of the given providers (a reload's, before they are installed).
+    async fn list_each_of<T>(
+        &self,
+        providers: Vec<Arc<dyn Provider>>,
+        what: &str,
+        list: impl for<'p> Fn(&'p dyn Provider) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
+    ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
         let lists = futures::future::join_all(providers.iter().map(|p| {
             let timeout = self.catalog_timeout(p.name());
             let list = &list;
@@ -122,18 +132,26 @@ impl Service {
 
     /// GET /prompts: every prompt with its served name (the provider's own) and qualified name.
     pub async fn prompts(&self) -> PromptsResponse {
+        PromptsResponse {
+            service: self.name.clone(),
+            prompts: self.prompts_of(self.catalog_providers()).await,
+        }
+    }
+
+    /// The prompts of `providers`, in order, as GET /prompts lists them.
+    pub(super) async fn prompts_of(&self, providers: Vec<Arc<dyn Provider>>) -> Vec<PromptInfo> {
         let mut prompts = Vec::new();
-        for (provider, items) in self.list_each("prompts/list", |p| p.list_prompts()).await {
+        let listed = self
+            .list_each_of(providers, "prompts/list", |p| p.list_prompts())
+            .await;
+        for (provider, items) in listed {
             prompts.extend(items.into_iter().map(|mut p| {
                 p.qualified_name = qualified(provider.name(), &p.name);
                 p.provider = provider.name().to_owned();
                 p
             }));
         }
-        PromptsResponse {
-            service: self.name.clone(),
-            prompts,
-        }
+        prompts
     }
 
     /// The provider that reads `uri`: `named` when given (it is asked even for a URI it does

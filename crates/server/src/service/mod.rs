@@ -22,9 +22,10 @@ mod toolset;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use contract::PromptInfo;
 use tokio::sync::Notify;
 
 use self::admission::Admission;
@@ -48,6 +49,9 @@ use crate::provider::{self, Provider, ProviderHooks};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 use crate::telemetry::Exporter;
+
+/// How long a rebuild of the tools waits for the providers' prompts, for the document.
+const PROMPTS_FOR_DOCUMENT_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a service could not start or reload.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +163,7 @@ impl Service {
             &config,
             built,
             ToolRegistry::default(),
+            Arc::default(),
             &admission,
         );
         Ok(Arc::new(Service {
@@ -214,7 +219,8 @@ impl Service {
         futures::future::join_all(providers.iter().map(|p| p.start())).await;
         let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
         self.refuse_unsettled(&registry)?;
-        self.install(providers, registry);
+        let prompts = self.prompts_for_document(&providers).await;
+        self.install(providers, registry, prompts);
         if let Some(cluster) = &self.cluster {
             cluster.connect().map_err(|source| ServiceError::Cluster {
                 service: self.name.clone(),
@@ -256,7 +262,8 @@ impl Service {
             let _rebuilding = self.rebuilding.lock().await;
             let providers = self.toolset().providers.clone();
             let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
-            self.install(providers, registry);
+            let prompts = self.prompts_for_document(&providers).await;
+            self.install(providers, registry, prompts);
         }
     }
 
@@ -265,7 +272,26 @@ impl Service {
         self.tool_list_version.subscribe()
     }
 
-    fn install(&self, providers: Vec<Arc<dyn Provider>>, registry: ToolRegistry) {
+    /// The prompts of `providers` for the service's document (each gets its own operation),
+    /// waited for at most [`PROMPTS_FOR_DOCUMENT_WAIT`]: past it the document keeps the
+    /// template `POST /prompts/{name}` until the next rebuild, and says so in the log.
+    async fn prompts_for_document(&self, providers: &[Arc<dyn Provider>]) -> Arc<Vec<PromptInfo>> {
+        let listed = self.prompts_of(providers.to_vec());
+        match tokio::time::timeout(PROMPTS_FOR_DOCUMENT_WAIT, listed).await {
+            Ok(prompts) => Arc::new(prompts),
+            Err(_) => {
+                tracing::warn!(service = %self.name, "the providers' prompts were not listed in time: /openapi.json has no operation per prompt until the tools are rebuilt");
+                Arc::default()
+            }
+        }
+    }
+
+    fn install(
+        &self,
+        providers: Vec<Arc<dyn Provider>>,
+        registry: ToolRegistry,
+        prompts: Arc<Vec<PromptInfo>>,
+    ) {
         let before = self.toolset();
         let changed = before.registry.tools() != registry.tools();
         let new_providers = before.providers.len() != providers.len()
@@ -281,6 +307,7 @@ impl Service {
             &self.settings().config,
             providers,
             registry,
+            prompts,
             &self.admission,
         );
         let listed = |name: &str| toolset.registry.get(name).is_some();
@@ -339,7 +366,8 @@ impl Service {
         self.admission
             .set_service_limit(config.limits.max_concurrent_calls);
         *self.settings.write_unpoisoned() = Arc::new(Settings::new(config));
-        self.install(providers.clone(), registry);
+        let prompts = self.prompts_for_document(&providers).await;
+        self.install(providers.clone(), registry, prompts);
         let removed: Vec<Arc<dyn Provider>> = old_providers
             .into_iter()
             .filter(|o| !providers.iter().any(|p| Arc::ptr_eq(o, p)))

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use contract::service_document::{Limits, Publication, server_url, service_document};
-use contract::{QUALIFIED_NAME_META_KEY, ToolSchema, ToolsResponse};
+use contract::{PromptInfo, QUALIFIED_NAME_META_KEY, ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
 use serde_json::json;
 
@@ -53,6 +53,8 @@ struct OwnedPublication {
     server_url: String,
     keys_required: bool,
     limits: Limits,
+    /// The prompts each have their operation in the document.
+    prompts: Arc<Vec<PromptInfo>>,
 }
 
 impl OwnedPublication {
@@ -65,7 +67,7 @@ impl OwnedPublication {
             api_keys_enabled: self.keys_required,
             limits: self.limits,
         };
-        json_text(&service_document(&publication, tools))
+        json_text(&service_document(&publication, tools, &self.prompts))
     }
 }
 
@@ -77,13 +79,15 @@ pub struct CallPlan {
 }
 
 impl ToolSet {
-    /// The providers with their registry, and every form derived from its tools.
+    /// The providers with their registry, and every form derived from its tools (and, for the
+    /// document, from `prompts`, the providers' prompts as GET /prompts lists them).
     pub fn new(
         name: &str,
         version: &str,
         config: &ServiceConfig,
         providers: Vec<Arc<dyn Provider>>,
         registry: ToolRegistry,
+        prompts: Arc<Vec<PromptInfo>>,
         admission: &Admission,
     ) -> ToolSet {
         let limits = Limits {
@@ -99,6 +103,7 @@ impl ToolSet {
             server_url: server_url(&config.service.host.value, config.service.port.get()),
             keys_required: config.security.keys_required(),
             limits,
+            prompts,
         };
         ToolSet {
             openapi: publication.document(registry.tools()),

@@ -295,6 +295,9 @@ impl ClientHandler for GatewayClient {
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The service's document has an operation per prompt: the rebuild that follows a
+        // refetch of the tools lists the prompts again.
+        self.refresh.notify_one();
         for downstream in self.audience() {
             if let Some(peer) = downstream.peer().filter(|_| downstream.is_session()) {
                 let _ = peer.notify_prompt_list_changed().await;
