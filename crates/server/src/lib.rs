@@ -97,4 +97,87 @@ mod layering {
             problems.join("\n")
         );
     }
+
+    /// The sibling modules of `config/` that `text` (one file, its tests left out) names
+    /// through `super::`: `super::load::…` and `super::{load::…, …}`.
+    fn config_siblings_used(text: &str, siblings: &[String]) -> Vec<String> {
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let ident = |s: &str| -> String {
+            s.chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect()
+        };
+        let mut used = Vec::new();
+        for (at, _) in code.match_indices("super::") {
+            let rest = &code[at + 7..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let module = ident(name);
+                if name[module.len()..].starts_with("::") && siblings.contains(&module) {
+                    used.push(module);
+                }
+            }
+        }
+        used
+    }
+
+    /// `config/`'s files use each other without a circle (issue 32): a file that two others
+    /// need in turn (an error type, a value type) lives in a file of its own.
+    #[test]
+    fn config_files_import_no_circle() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs")
+                && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+                && stem != "mod"
+            {
+                files.push((stem.to_owned(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+        let siblings: Vec<String> = files.iter().map(|(s, _)| s.clone()).collect();
+        let edges: Vec<(String, Vec<String>)> = files
+            .iter()
+            .map(|(stem, text)| (stem.clone(), config_siblings_used(text, &siblings)))
+            .collect();
+        let uses = |module: &str| -> Vec<String> {
+            edges
+                .iter()
+                .find(|(m, _)| m == module)
+                .map(|(_, used)| used.clone())
+                .unwrap_or_default()
+        };
+        // A path back to where it started is a circle.
+        let mut circles = Vec::new();
+        for start in &siblings {
+            let mut stack = vec![vec![start.clone()]];
+            while let Some(path) = stack.pop() {
+                for next in uses(path.last().unwrap()) {
+                    if next == *start {
+                        circles.push(format!("{} -> {start}", path.join(" -> ")));
+                    } else if !path.contains(&next) {
+                        let mut longer = path.clone();
+                        longer.push(next);
+                        stack.push(longer);
+                    }
+                }
+            }
+        }
+        assert!(
+            circles.is_empty(),
+            "import circles in config/:\n{}",
+            circles.join("\n")
+        );
+        assert!(
+            uses("load").contains(&"providers_file".to_owned()),
+            "the scan sees no use between config's files: {edges:?}"
+        );
+    }
 }

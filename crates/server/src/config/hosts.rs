@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_saphyr::Spanned;
 
 use super::ServiceConfig;
-use super::load::ConfigError;
+use super::error::ConfigError;
 
 /// A `Host` value split into its lowercase name (IPv6 without brackets, no trailing dot) and
 /// its port.

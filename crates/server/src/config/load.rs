@@ -6,29 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
+use super::error::{ConfigError, located, located_at};
 use super::naming::{IDENTIFIER_RULE, check_tool_prefix, is_identifier};
 use super::providers_file::{self, FileProviders};
 use super::{ProviderConfig, ServiceConfig, check_grpc_address};
-
-/// A configuration that could not be used, rendered as `file:line:column: what is wrong`.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{path}: cannot read: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}:{column}: {message}{snippet}")]
-    Invalid {
-        path: String,
-        line: u64,
-        column: u64,
-        message: String,
-        snippet: String,
-    },
-    #[error("{path}: {message}")]
-    Whole { path: String, message: String },
-}
 
 impl ServiceConfig {
     /// Reads, parses and validates one file.
@@ -286,17 +267,6 @@ impl ServiceConfig {
     }
 }
 
-/// `message` at the position of `spanned` in the file `source`.
-fn located_at<T>(source: &str, spanned: &Spanned<T>, message: String) -> ConfigError {
-    ConfigError::Invalid {
-        path: source.to_owned(),
-        line: spanned.referenced.line(),
-        column: spanned.referenced.column(),
-        message,
-        snippet: String::new(),
-    }
-}
-
 fn check_http_tool(tool: &super::HttpTool) -> Result<(), String> {
     if let Some(method) = &tool.method
         && !["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -314,38 +284,6 @@ fn check_http_tool(tool: &super::HttpTool) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Turns a parser error into `file:line:column: message` plus the parser's snippet.
-pub(super) fn located(shown: &str, error: &serde_saphyr::Error) -> ConfigError {
-    let rendered = error.to_string();
-    let mut lines = rendered.lines();
-    let first = lines.next().unwrap_or_default();
-    // The first line reads "error: line L column C: message"; keep only the message.
-    let message = first
-        .split_once(": ")
-        .map_or(first, |(_, rest)| {
-            rest.strip_prefix("line ")
-                .and_then(|position| position.split_once(": "))
-                .map_or(rest, |(_, message)| message)
-        })
-        .to_owned();
-    let snippet: String = lines
-        .map(|l| format!("\n{}", l.replace("<input>", shown)))
-        .collect::<String>();
-    match error.location() {
-        Some(loc) => ConfigError::Invalid {
-            path: shown.to_owned(),
-            line: loc.line(),
-            column: loc.column(),
-            message,
-            snippet,
-        },
-        None => ConfigError::Whole {
-            path: shown.to_owned(),
-            message: rendered,
-        },
-    }
 }
 
 /// Every `*.yaml` file of a folder, sorted, each loaded; the first error stops the scan.

@@ -12,6 +12,7 @@ mod cluster;
 mod dependency;
 pub mod diff;
 mod env;
+mod error;
 mod hosts;
 mod limits;
 mod load;
@@ -34,23 +35,24 @@ pub use self::api_keys::{ApiKeyConfig, KeySecret, legacy_key_name};
 pub use self::cluster::{ClusterSection, OnRedisError, check_redis_url, redact};
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
+pub use self::error::ConfigError;
 pub use self::hosts::{Authority, HostRule, OriginRule, parse_origin};
 pub use self::limits::{
     CYPHER_TOOL_DEFAULTS, LimitsSection, ProviderLimits, ResolvedToolLimits, ToolLimit,
     wildcard_match,
 };
-pub use self::load::{ConfigError, check_distinct, load_dir};
+pub use self::load::{check_distinct, load_dir};
 pub use self::naming::{
     Expose, IDENTIFIER_RULE, OnNameClash, Served, clash_prefix, is_identifier, served,
 };
 pub use self::provider::{
     CypherProviderConfig, CypherTool, Growth, GrpcProviderConfig, GrpcTls, HttpProviderConfig,
-    HttpTool, HttpTransport, McpProviderConfig, McpTransport, OutputValidation, ProviderConfig,
-    StdioTransport, check_grpc_address,
+    HttpTool, HttpTransport, McpProviderConfig, McpTransport, ProviderConfig, StdioTransport,
+    check_grpc_address,
 };
 pub use self::providers_file::FileProviders;
 pub use self::search::{RootKind, SearchProviderConfig, SearchRoot};
-pub use self::types::{Port, ProviderName, ServiceName};
+pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
 pub use self::when::{ProviderChoice, When};
 

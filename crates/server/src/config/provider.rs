@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::limits::ProviderLimits;
 use super::naming::Expose;
 use super::search::SearchProviderConfig;
-use super::types::{ProviderName, optional_text, text, text_map, texts};
+use super::types::{OutputValidation, ProviderName, optional_text, text, text_map, texts};
 use super::when::When;
 
 /// One provider of tools; `kind` selects the variant.
@@ -73,19 +73,6 @@ impl ProviderConfig {
             ProviderConfig::Search(p) => p.when.as_ref(),
         }
     }
-}
-
-/// What to do with a result that does not match its tool's output schema.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputValidation {
-    /// Refuse it: the call answers EXECUTION_ERROR naming where and why.
-    #[default]
-    Strict,
-    /// Log it and answer the result as it is.
-    Warn,
-    /// Do not check.
-    Off,
 }
 
 impl ProviderConfig {

@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::load::{ConfigError, located};
+use super::error::{ConfigError, located};
 use super::provider::{GrpcProviderConfig, ProviderConfig};
 use super::types::{ProviderName, text, text_map};
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::limits::ProviderLimits;
 use super::naming::Expose;
-use super::provider::OutputValidation;
+use super::types::OutputValidation;
 use super::types::{ProviderName, optional_text, text, texts};
 use super::when::When;
 

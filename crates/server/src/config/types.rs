@@ -263,3 +263,16 @@ pub fn text_map<'de, D: Deserializer<'de>>(
             .collect(),
     )
 }
+
+/// What to do with a result that does not match its tool's output schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputValidation {
+    /// Refuse it: the call answers EXECUTION_ERROR naming where and why.
+    #[default]
+    Strict,
+    /// Log it and answer the result as it is.
+    Warn,
+    /// Do not check.
+    Off,
+}
