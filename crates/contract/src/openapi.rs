@@ -711,6 +711,7 @@ fn success_example(op: &Operation) -> Value {
                     mime_type: Some("text/plain".into()),
                     provider: "hello".into(),
                     qualified_name: "hello.greeting".into(),
+                    native: None,
                 }],
             })
             .expect("example serializes"),
@@ -727,6 +728,7 @@ fn success_example(op: &Operation) -> Value {
                     mime_type: Some("text/plain".into()),
                     provider: "hello".into(),
                     qualified_name: "hello.greeting-for".into(),
+                    native: None,
                 }],
             })
             .expect("example serializes"),
@@ -741,6 +743,7 @@ fn success_example(op: &Operation) -> Value {
                     mime_type: Some("text/plain".into()),
                     text: Some("Hello, world ✓".into()),
                     blob: None,
+                    native: None,
                 }],
             })
             .expect("example serializes"),
@@ -763,6 +766,7 @@ fn success_example(op: &Operation) -> Value {
                         arguments,
                         provider: "everything".into(),
                         qualified_name: "everything.args-prompt".into(),
+                        native: None,
                     }],
                 })
                 .expect("example serializes"),
@@ -778,6 +782,7 @@ fn success_example(op: &Operation) -> Value {
                     role: "user".into(),
                     content: json!({"type": "text", "text": "What's weather in Lisboa?"}),
                 }],
+                native: None,
             })
             .expect("example serializes"),
             Meta { execution_time_ms: Some(2), ..Meta::default() },

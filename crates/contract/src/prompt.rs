@@ -38,6 +38,11 @@ pub struct PromptInfo {
     pub provider: String,
     /// `{provider}.{name}`.
     pub qualified_name: String,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// One message of a rendered prompt.
@@ -56,6 +61,11 @@ pub struct PromptResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub messages: Vec<PromptMessage>,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// `data` of GET /prompts.
@@ -76,6 +86,11 @@ pub struct PromptResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub messages: Vec<PromptMessage>,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// The JSON Schema of a prompt's arguments when all the prompt has is an MCP argument list:

@@ -5,6 +5,7 @@
 //! so two providers offering the same URI or name stay apart.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 /// Why `uri` is not an absolute URI as RFC 3986 writes one (`scheme ":" rest`, the rest in
@@ -73,6 +74,11 @@ pub struct ResourceInfo {
     pub provider: String,
     /// `{provider}.{name}`.
     pub qualified_name: String,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// A family of resources addressed by an RFC 6570 URI template (`hello://greeting/{name}`):
@@ -91,6 +97,11 @@ pub struct ResourceTemplateInfo {
     pub provider: String,
     /// `{provider}.{name}`.
     pub qualified_name: String,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// One part of a resource's contents: `text`, or `blob` (base64) for binary contents.
@@ -106,6 +117,11 @@ pub struct ResourceContents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(format = Byte)]
     pub blob: Option<String>,
+    /// The provider's own MCP form of it (an MCP server's, as sent), which the MCP surface
+    /// answers unchanged; not part of the REST contract.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub native: Option<Value>,
 }
 
 /// `data` of GET /resources.

@@ -48,9 +48,12 @@ mod layering {
         ("provider", &["config", "dependency"]),
         ("service", &["config", "dependency", "provider"]),
         ("mcp", &["config", "provider", "service"]),
-        ("http", &["config", "provider", "service", "mcp"]),
-        ("runtime", &["config", "service", "http"]),
+        ("http", &["config", "provider", "service"]),
+        ("runtime", &["config", "service", "http", "mcp"]),
     ];
+    /// The provider kinds: only `provider/` may name one (`provider::mcp`, …); the surfaces
+    /// and the service see providers through the `Provider` and `ClientSession` traits.
+    const PROVIDER_KINDS: &[&str] = &["mcp", "cypher", "http", "grpc", "search"];
     const LEAVES: &[&str] = &["clock", "sync", "shutdown", "logging", "telemetry"];
 
     fn uses(dir: &Path, found: &mut Vec<(String, String)>) {
@@ -96,6 +99,77 @@ mod layering {
             "against the layering of lib.rs:\n{}",
             problems.join("\n")
         );
+    }
+
+    /// Where `text` names a provider kind (`provider::mcp::…`, `provider::{mcp, …}`).
+    fn provider_kinds_named(text: &str) -> Vec<&'static str> {
+        let mut named = Vec::new();
+        for (at, _) in text.match_indices("provider::") {
+            let rest = &text[at + "provider::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                for kind in PROVIDER_KINDS {
+                    let ends = |a: &str| !a.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+                    if name.strip_prefix(kind).is_some_and(ends) {
+                        named.push(*kind);
+                    }
+                }
+            }
+        }
+        named
+    }
+
+    #[test]
+    fn finding_a_named_provider_kind() {
+        assert_eq!(
+            provider_kinds_named("use crate::provider::mcp::Upstream;"),
+            ["mcp"]
+        );
+        assert_eq!(
+            provider_kinds_named("use crate::provider::{Caller, grpc, ToolOutput};"),
+            ["grpc"]
+        );
+        assert_eq!(provider_kinds_named("use crate::provider::http;"), ["http"]);
+        assert!(provider_kinds_named("use crate::provider::{httpish, Caller};").is_empty());
+        assert_eq!(
+            provider_kinds_named("use crate::provider::search as s;"),
+            ["search"]
+        );
+        assert!(provider_kinds_named("crate::provider::ToolOutput").is_empty());
+    }
+
+    /// No file outside `provider/` names a provider kind: a surface or the service that did
+    /// would reach past the traits into one kind (issue 32).
+    #[test]
+    fn only_provider_names_a_provider_kind() {
+        fn walk(dir: &Path, problems: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    if path.file_name().is_some_and(|n| n != "provider") {
+                        walk(&path, problems);
+                    }
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                    for kind in provider_kinds_named(code) {
+                        problems.push(format!("{} names provider::{kind}", path.display()));
+                    }
+                }
+            }
+        }
+        let mut problems = Vec::new();
+        walk(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
     /// The sibling modules of `config/` that `text` (one file, its tests left out) names

@@ -14,7 +14,7 @@ use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::rate_limit::Client;
-use crate::service::{self, Service};
+use crate::service::{self, CallRequest, CatalogRequest, Service};
 use crate::telemetry::TraceContext;
 
 /// The tools the client may use: every tool, or its API key's scope.
@@ -79,11 +79,17 @@ async fn run(
     // served tool's, so limits, metrics and `meta.tool` all say the served name. MCP
     // `tools/call` takes served names only: its clients call what `tools/list` names.
     let tool = &service.served_name(tool);
-    let reply = match service
-        .call_tool(tool, arguments, request_id.as_str(), client, trace, None)
-        .await
-    {
-        Ok(data) => Reply::ok(data),
+    let request = CallRequest {
+        tool,
+        arguments,
+        request_id: request_id.as_str(),
+        client,
+        trace,
+        progress: None,
+        caller: None,
+    };
+    let reply = match service.call_tool(request).await {
+        Ok(result) => Reply::ok(result.into_data()),
         Err(failure) => Reply::from(failure),
     };
     reply.with_tool(tool)
@@ -91,12 +97,12 @@ async fn run(
 
 /// GET /resources: every provider's resources.
 pub async fn list_resources(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok(serde_json::to_value(service.resources().await).unwrap_or(Value::Null))
+    Reply::ok(serde_json::to_value(service.resources(None).await).unwrap_or(Value::Null))
 }
 
 /// GET /resource-templates: every provider's resource templates.
 pub async fn list_resource_templates(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok(serde_json::to_value(service.resource_templates().await).unwrap_or(Value::Null))
+    Reply::ok(serde_json::to_value(service.resource_templates(None).await).unwrap_or(Value::Null))
 }
 
 /// The query of GET /resources/read.
@@ -132,8 +138,11 @@ pub async fn read_resource(
         .read_resource(
             &query.uri,
             query.provider.as_deref(),
-            request_id.as_str(),
-            &trace,
+            CatalogRequest {
+                request_id: request_id.as_str(),
+                trace: &trace,
+                caller: None,
+            },
         )
         .await
     {
@@ -144,7 +153,7 @@ pub async fn read_resource(
 
 /// GET /prompts: every provider's prompts.
 pub async fn list_prompts(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok(serde_json::to_value(service.prompts().await).unwrap_or(Value::Null))
+    Reply::ok(serde_json::to_value(service.prompts(None).await).unwrap_or(Value::Null))
 }
 
 /// POST /prompts/{name}: the body is the arguments object (empty means `{}`).
@@ -157,7 +166,15 @@ pub async fn get_prompt(
 ) -> Reply {
     let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
     match service
-        .get_prompt(&name, arguments, request_id.as_str(), &trace)
+        .get_prompt(
+            &name,
+            arguments,
+            CatalogRequest {
+                request_id: request_id.as_str(),
+                trace: &trace,
+                caller: None,
+            },
+        )
         .await
     {
         Ok(data) => Reply::ok(serde_json::to_value(data).unwrap_or(Value::Null)),

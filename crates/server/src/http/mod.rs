@@ -39,9 +39,14 @@ use self::guard::GuardLayer;
 use self::reply::Reply;
 use crate::service::Service;
 
-/// The router of one service: the contract's routes, Swagger UI and the MCP surface, behind
-/// the layers every request goes through.
+/// The REST surface alone behind the layers every request goes through (`runtime` serves it
+/// beside the MCP surface: [`routes`] and [`with_layers`]).
 pub fn router(service: Arc<Service>) -> Router {
+    with_layers(routes(service.clone()), service)
+}
+
+/// The REST surface of one service: the contract's routes and Swagger UI, without the layers.
+pub fn routes(service: Arc<Service>) -> Router {
     let routes = Router::new()
         .route("/tools", get(handlers::list_tools))
         .route("/call-tool", post(handlers::call_tool))
@@ -63,15 +68,12 @@ pub fn router(service: Arc<Service>) -> Router {
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
         .into();
-    let routes = routes
-        .merge(crate::mcp::router(service.clone()))
-        .merge(docs);
-    with_layers(routes, service)
+    routes.merge(docs)
 }
 
-/// Wraps routes in the layers every service request goes through, listed in the order a
-/// request meets them.
-fn with_layers(routes: Router, service: Arc<Service>) -> Router {
+/// Wraps routes (both surfaces') in the layers every service request goes through, listed in
+/// the order a request meets them.
+pub fn with_layers(routes: Router, service: Arc<Service>) -> Router {
     routes.layer(
         ServiceBuilder::new()
             .layer(AroundLayer(trace_context::TraceLayer(service.clone())))

@@ -14,13 +14,14 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
-use serde_json::Value;
+use std::sync::Arc;
 
 use std::time::Duration;
 
 use super::errors::{error_for, jsonrpc};
 use super::handler::McpBridge;
-use crate::provider::mcp::downstream::{CALLER, Caller};
+use crate::provider::{Caller, ClientSession, ToolOutput};
+use crate::service::{CallRequest, CallResult};
 use crate::telemetry::traceparent::tracestate;
 use crate::telemetry::{Span, SpanKind, TraceContext, TraceParent};
 
@@ -131,18 +132,16 @@ impl McpBridge {
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // What the upstream asks its client during the call goes to this request's client.
-        let caller = Caller::new(self.downstream.clone(), Some(request.jsonrpc_id.clone()));
-        let call = CALLER.scope(
-            caller.clone(),
-            self.service.call_tool(
-                request.name,
-                request.arguments,
-                &request_id,
-                &client,
-                &trace,
-                progress,
-            ),
-        );
+        let session: Arc<dyn ClientSession> = self.session.clone();
+        let call = self.service.call_tool(CallRequest {
+            tool: request.name,
+            arguments: request.arguments,
+            request_id: &request_id,
+            client: &client,
+            trace: &trace,
+            progress,
+            caller: Some(Caller::new(session, Some(request.jsonrpc_id.clone()))),
+        });
         // notifications/cancelled from the client drops the call, and with it the upstream
         // request (which rmcp cancels on drop).
         let outcome = tokio::select! {
@@ -189,18 +188,15 @@ impl McpBridge {
                 "Request cancelled by the client",
                 None,
             )),
-            // An MCP server's own result, as it sent it; the contract's data for other tools.
-            Some(Ok(data)) => Ok(CallToolResponse::Complete(
-                caller
-                    .take_result()
-                    .map(complete)
-                    .unwrap_or_else(|| as_result(data)),
-            )),
+            Some(Ok(result)) => Ok(CallToolResponse::Complete(rendered(result))),
             // The server's own isError result too, given the table's data when it carries
             // none; a failure of ours is answered per the table.
-            Some(Err(failure)) => {
+            Some(Err(mut failure)) => {
                 let typed = self.service.has_output_schema(request.name);
-                let theirs = caller.take_result().filter(|r| r.is_error == Some(true));
+                let theirs = match failure.output.take() {
+                    Some(ToolOutput::Mcp(theirs)) => Some(*theirs),
+                    _ => None,
+                };
                 match (theirs, error_for(failure, &request_id, typed)) {
                     (Some(mut theirs), Ok(CallToolResponse::Complete(ours))) => {
                         if theirs.structured_content.is_none() {
@@ -230,18 +226,13 @@ fn complete(mut result: CallToolResult) -> CallToolResult {
     result
 }
 
-/// A result the way an MCP client expects it: the upstream's own content blocks when `data`
-/// is the `{content: [...]}` of an MCP tool, else the data as JSON text and, for an object, as
-/// `structuredContent`.
-fn as_result(data: Value) -> CallToolResult {
-    if let Some(blocks) = data
-        .as_object()
-        .filter(|o| o.len() == 1)
-        .and_then(|o| o.get("content"))
-        && let Ok(blocks) = serde_json::from_value::<Vec<ContentBlock>>(blocks.clone())
-    {
-        return CallToolResult::success(blocks);
-    }
+/// A call's result the way an MCP client expects it: an MCP server's own result as it sent
+/// it; other data as JSON text and, for an object, as `structuredContent`.
+fn rendered(result: CallResult) -> CallToolResult {
+    let data = match result.output {
+        ToolOutput::Mcp(theirs) => return complete(*theirs),
+        ToolOutput::Data(data) => data,
+    };
     let text = serde_json::to_string(&data).unwrap_or_default();
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     if data.is_object() {

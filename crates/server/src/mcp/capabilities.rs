@@ -1,39 +1,41 @@
-//! What the MCP surface advertises: only the capabilities some server behind it offers
+//! What the MCP surface advertises: only the capabilities some provider behind it offers
 //! (resources, prompts, logging, completions, subscriptions), merged.
 
 use rmcp::model::{PromptsCapability, ResourcesCapability, ServerCapabilities};
 
-/// What the servers behind the service offer, as one server: resources, prompts, logging and
-/// completions only when some server has them, subscriptions when some server takes them.
-pub(super) fn merged_capabilities(upstreams: &[ServerCapabilities]) -> ServerCapabilities {
+use crate::provider::Offers;
+
+/// What the providers behind the service offer, as one server: resources, prompts, logging
+/// and completions only when some provider has them, subscriptions when some takes them.
+pub(super) fn merged_capabilities(offers: &[Offers]) -> ServerCapabilities {
     let mut capabilities = ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
         .build();
-    for theirs in upstreams {
-        if let Some(resources) = &theirs.resources {
+    for theirs in offers {
+        if theirs.resources {
             let ours = capabilities
                 .resources
                 .get_or_insert_with(ResourcesCapability::default);
-            if resources.subscribe == Some(true) {
+            if theirs.resource_subscriptions {
                 ours.subscribe = Some(true);
             }
-            if resources.list_changed == Some(true) {
+            if theirs.resource_list_changes {
                 ours.list_changed = Some(true);
             }
         }
-        if let Some(prompts) = &theirs.prompts {
+        if theirs.prompts {
             let ours = capabilities
                 .prompts
                 .get_or_insert_with(PromptsCapability::default);
-            if prompts.list_changed == Some(true) {
+            if theirs.prompt_list_changes {
                 ours.list_changed = Some(true);
             }
         }
-        if theirs.logging.is_some() {
+        if theirs.log_messages {
             capabilities.logging.get_or_insert_with(Default::default);
         }
-        if theirs.completions.is_some() {
+        if theirs.completions {
             capabilities
                 .completions
                 .get_or_insert_with(Default::default);
@@ -46,19 +48,28 @@ pub(super) fn merged_capabilities(upstreams: &[ServerCapabilities]) -> ServerCap
 mod tests {
     use super::*;
 
-    fn capabilities(json: serde_json::Value) -> ServerCapabilities {
-        serde_json::from_value(json).unwrap()
-    }
-
     #[test]
-    fn only_what_some_server_behind_offers_is_advertised() {
-        let none = merged_capabilities(&[capabilities(serde_json::json!({"tools": {}}))]);
+    fn only_what_some_provider_offers_is_advertised() {
+        let none = merged_capabilities(&[Offers::default()]);
         assert!(none.resources.is_none() && none.prompts.is_none());
         assert!(none.logging.is_none() && none.completions.is_none());
         let merged = merged_capabilities(&[
-            capabilities(serde_json::json!({"resources": {"listChanged": true}})),
-            capabilities(serde_json::json!({"resources": {"subscribe": true}, "logging": {}})),
-            capabilities(serde_json::json!({"prompts": {}, "completions": {}})),
+            Offers {
+                resources: true,
+                resource_list_changes: true,
+                ..Offers::default()
+            },
+            Offers {
+                resources: true,
+                resource_subscriptions: true,
+                log_messages: true,
+                ..Offers::default()
+            },
+            Offers {
+                prompts: true,
+                completions: true,
+                ..Offers::default()
+            },
         ]);
         let resources = merged.resources.unwrap();
         assert_eq!(

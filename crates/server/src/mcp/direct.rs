@@ -22,8 +22,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::call::ToolCall;
+use super::client_session::McpClientSession;
 use super::handler::McpBridge;
-use crate::provider::mcp::downstream::Downstream;
+use crate::provider::ClientSession;
 use crate::service::Service;
 use crate::service::client::Client;
 
@@ -33,31 +34,31 @@ use crate::service::client::Client;
 /// here runs in its session (the pool child pinned to it, its upstream connection per client
 /// session).
 #[derive(Clone, Default)]
-pub struct DirectSessions(Arc<Mutex<HashMap<String, Weak<Downstream>>>>);
+pub struct DirectSessions(Arc<Mutex<HashMap<String, Weak<McpClientSession>>>>);
 
 impl DirectSessions {
     /// Takes the session up if its client, as `initialize` declared it, offers nothing a
     /// server may ask during a call.
-    pub fn register(&self, session_id: &str, downstream: &Arc<Downstream>) {
-        if downstream
+    pub fn register(&self, session_id: &str, session: &Arc<McpClientSession>) {
+        if session
             .capabilities()
             .is_some_and(|c| asks_nothing_back(&c))
         {
-            self.insert(session_id, downstream);
+            self.insert(session_id, session);
         }
     }
 
-    fn insert(&self, session_id: &str, downstream: &Arc<Downstream>) {
+    fn insert(&self, session_id: &str, session: &Arc<McpClientSession>) {
         self.0
             .write_unpoisoned()
-            .insert(session_id.to_owned(), Arc::downgrade(downstream));
+            .insert(session_id.to_owned(), Arc::downgrade(session));
     }
 
     pub fn forget(&self, session_id: &str) {
         self.0.write_unpoisoned().remove(session_id);
     }
 
-    fn get(&self, session_id: &str) -> Option<Arc<Downstream>> {
+    fn get(&self, session_id: &str) -> Option<Arc<McpClientSession>> {
         let mut sessions = self.0.write_unpoisoned();
         let live = sessions.get(session_id)?.upgrade();
         if live.is_none() {
@@ -71,7 +72,7 @@ impl DirectSessions {
 pub struct DirectCall {
     id: RequestId,
     params: CallToolRequestParams,
-    downstream: Arc<Downstream>,
+    session: Arc<McpClientSession>,
 }
 
 /// Whether media type `essence` is among those `value` (a Content-Type or Accept) names.
@@ -135,13 +136,13 @@ pub fn direct_call(
     {
         return None;
     }
-    let downstream = sessions.get(session_id)?;
+    let session = sessions.get(session_id)?;
     let id: RequestId = serde_json::from_value(message.get("id")?.clone()).ok()?;
     let params = serde_json::from_value(message.get_mut("params")?.take()).ok()?;
     Some(DirectCall {
         id,
         params,
-        downstream,
+        session,
     })
 }
 
@@ -156,7 +157,7 @@ pub async fn answer(
     let DirectCall {
         id,
         params,
-        downstream,
+        session,
     } = call;
     let CallToolRequestParams {
         meta,
@@ -170,7 +171,7 @@ pub async fn answer(
         .get::<Client>()
         .cloned()
         .unwrap_or_else(Client::unknown);
-    let bridge = McpBridge::for_session(service, downstream);
+    let bridge = McpBridge::for_session(service, session);
     let request = ToolCall {
         name: &name,
         arguments: arguments.unwrap_or_default(),
@@ -273,9 +274,9 @@ mod tests {
     #[test]
     fn calls_with_progress_tasks_or_retried_input_are_left_to_rmcp() {
         let sessions = DirectSessions::default();
-        let downstreams = crate::provider::mcp::downstream::Downstreams::default();
-        let downstream = Downstream::new(&downstreams);
-        sessions.insert("s", &downstream);
+        let book = crate::provider::ClientSessions::default();
+        let session = McpClientSession::new(&book, crate::shutdown::Shutdown::default());
+        sessions.insert("s", &session);
         for params in [
             serde_json::json!({"name": "echo", "_meta": {"progressToken": 1}}),
             serde_json::json!({"name": "echo", "task": {"ttl": 1000}}),
@@ -298,7 +299,7 @@ mod tests {
         assert_eq!(call.params.arguments.unwrap()["message"], "m");
         assert_eq!(call.id, RequestId::Number(1));
         // A session whose client is not known yet (no peer attached) is not taken up.
-        let unknown = Downstream::new(&downstreams);
+        let unknown = McpClientSession::new(&book, crate::shutdown::Shutdown::default());
         sessions.register("u", &unknown);
         assert!(sessions.get("u").is_none());
     }
@@ -306,14 +307,14 @@ mod tests {
     #[test]
     fn a_session_gone_is_forgotten() {
         let sessions = DirectSessions::default();
-        let downstreams = crate::provider::mcp::downstream::Downstreams::default();
-        let downstream = Downstream::new(&downstreams);
-        sessions.insert("s", &downstream);
+        let book = crate::provider::ClientSessions::default();
+        let session = McpClientSession::new(&book, crate::shutdown::Shutdown::default());
+        sessions.insert("s", &session);
         assert!(sessions.get("s").is_some());
-        drop(downstream);
+        drop(session);
         assert!(sessions.get("s").is_none());
         assert!(sessions.0.read_unpoisoned().is_empty());
-        let kept = Downstream::new(&downstreams);
+        let kept = McpClientSession::new(&book, crate::shutdown::Shutdown::default());
         sessions.insert("t", &kept);
         sessions.forget("t");
         assert!(sessions.get("t").is_none());

@@ -165,6 +165,31 @@ pub(super) fn error_for(
     }
 }
 
+/// The answer to a failed request other than `tools/call` (`resources/read`, `prompts/get`,
+/// `completion/complete`, `resources/subscribe`), which has no result to carry `isError`: a
+/// JSON-RPC error with the same `data` as a tool's. What names nothing the service has, or
+/// arguments it refuses, is invalid params (-32602); what failed behind it is an internal
+/// error (-32603).
+pub(super) fn catalog_error(failure: crate::service::CallFailure, request_id: &str) -> McpError {
+    let mut data = json!({"code": failure.code, "request_id": request_id, "retryable": failure.code.is_retryable()});
+    if let Some(issues) = &failure.validation_errors {
+        data["validation_errors"] = json!(issues);
+    }
+    if let Some(seconds) = failure.retry_after {
+        data["retry_after"] = json!(seconds);
+    }
+    let code = match failure.code {
+        Code::ResourceNotFound
+        | Code::PromptNotFound
+        | Code::InvalidArguments
+        | Code::InvalidRequest
+        | Code::ToolNotFound
+        | Code::Forbidden => jsonrpc::INVALID_PARAMS,
+        _ => jsonrpc::INTERNAL_ERROR,
+    };
+    McpError::new(ErrorCode(code), failure.message, Some(data))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,12 +242,51 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_failure_is_invalid_params_when_the_caller_is_wrong_else_internal() {
+        let failure = |code, retry_after| crate::service::CallFailure {
+            code,
+            message: "m".into(),
+            validation_errors: None,
+            retry_after,
+            output: None,
+        };
+        let missing = catalog_error(failure(Code::ResourceNotFound, None), "rid");
+        assert_eq!(missing.code.0, jsonrpc::INVALID_PARAMS);
+        let data = missing.data.unwrap();
+        assert_eq!(data["code"], "RESOURCE_NOT_FOUND");
+        assert_eq!(data["request_id"], "rid");
+        for code in [
+            Code::PromptNotFound,
+            Code::InvalidArguments,
+            Code::InvalidRequest,
+        ] {
+            assert_eq!(
+                catalog_error(failure(code, None), "r").code.0,
+                jsonrpc::INVALID_PARAMS
+            );
+        }
+        let refused = catalog_error(failure(Code::ServiceUnavailable, Some(1)), "rid");
+        assert_eq!(refused.code.0, jsonrpc::INTERNAL_ERROR);
+        assert_eq!(refused.message, "m");
+        let data = refused.data.unwrap();
+        assert_eq!(
+            (data["retry_after"].clone(), data["retryable"].clone()),
+            (json!(1), json!(true))
+        );
+        assert_eq!(
+            catalog_error(failure(Code::Timeout, None), "r").code.0,
+            jsonrpc::INTERNAL_ERROR
+        );
+    }
+
+    #[test]
     fn tool_errors_are_results_and_request_errors_are_json_rpc() {
         let failure = |code| crate::service::CallFailure {
             code,
             message: "m".into(),
             validation_errors: None,
             retry_after: None,
+            output: None,
         };
         match error_for(failure(Code::Timeout), "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {
@@ -246,6 +310,7 @@ mod tests {
                 },
             ]),
             retry_after: None,
+            output: None,
         };
         match error_for(invalid, "rid", false) {
             Ok(CallToolResponse::Complete(r)) => {

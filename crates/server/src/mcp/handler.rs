@@ -1,11 +1,12 @@
 //! The service's tools over MCP at `/mcp` (Streamable HTTP, rmcp's server): `tools/list`
 //! answers what GET /tools lists, `tools/call` runs through the same [`Service::call_tool`] —
-//! the same validation, timeouts and limits as POST /call-tool.
+//! the same validation, timeouts and limits as POST /call-tool; resources, prompts and
+//! completions go through the service's catalog like REST's ([`super::catalog`]).
 //!
-//! Failures are answered as [`super::errors`] maps them. What the MCP servers behind send a
+//! Failures are answered as [`super::errors`] maps them. What the upstreams behind send a
 //! client — log messages (filtered by the session's `logging/setLevel`), resource updates of
 //! its subscriptions, sampling, elicitation and roots requests of its calls — reaches this
-//! session through its [`Downstream`] record (`provider::mcp::downstream`).
+//! session through its [`McpClientSession`] record.
 // rmcp marks logging and resources/subscribe deprecated (SEP-2577); the protocol versions the
 // gateway serves still have them, and clients use them.
 #![allow(deprecated)]
@@ -14,23 +15,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, ServiceError};
+use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::merged_capabilities;
+use super::client_session::McpClientSession;
 use super::direct::DirectSessions;
-use super::errors::jsonrpc;
-use crate::provider::mcp::Upstream;
-use crate::provider::mcp::downstream::Downstream;
+use crate::provider::{Caller, ClientSession};
 use crate::service::Service;
 use crate::service::client::Client;
 
@@ -38,8 +38,8 @@ use crate::service::client::Client;
 #[derive(Clone)]
 pub struct McpBridge {
     pub(super) service: Arc<Service>,
-    /// This session as the MCP providers see it: its peer, log level, subscriptions.
-    pub(super) downstream: Arc<Downstream>,
+    /// This session as the providers see it: its peer, log level, subscriptions.
+    pub(super) session: Arc<McpClientSession>,
     /// The client that opened the session, for a transport whose messages carry no HTTP
     /// request of their own (legacy SSE); on /mcp each request names its client.
     opener: Option<Client>,
@@ -85,25 +85,17 @@ pub fn endpoint(
     (endpoint, sessions)
 }
 
-/// An upstream's failure as this side answers it: its own JSON-RPC error when it sent one.
-fn upstream_error(what: &str, e: ServiceError) -> McpError {
-    match e {
-        ServiceError::McpError(error) => error,
-        other => McpError::internal_error(format!("{what}: {other}"), None),
-    }
-}
-
 impl McpBridge {
     pub fn new(service: Arc<Service>) -> Self {
-        let downstream = Downstream::new(service.downstreams());
-        McpBridge::for_session(service, downstream)
+        let session = McpClientSession::new(service.client_sessions(), service.drain().clone());
+        McpBridge::for_session(service, session)
     }
 
-    /// The view of the session whose providers' side is `downstream`.
-    pub fn for_session(service: Arc<Service>, downstream: Arc<Downstream>) -> Self {
+    /// The view of the session whose providers' side is `session`.
+    pub fn for_session(service: Arc<Service>, session: Arc<McpClientSession>) -> Self {
         McpBridge {
             service,
-            downstream,
+            session,
             opener: None,
             direct: None,
         }
@@ -130,42 +122,20 @@ impl McpBridge {
 
     /// Notes the session's peer (rmcp gives it with each request).
     pub(super) fn seen(&self, context: &RequestContext<RoleServer>) {
-        self.downstream.attach(&context.peer);
+        self.session.attach(&context.peer);
     }
 
-    /// The MCP providers whose servers' capabilities pass `has`, with the connection this
-    /// session's requests go on.
-    async fn peers_with(
-        &self,
-        has: impl Fn(&ServerCapabilities) -> bool,
-    ) -> Vec<(Upstream, Peer<RoleClient>)> {
-        let mut peers = Vec::new();
-        for upstream in self.service.mcp_upstreams() {
-            if !upstream.capabilities().is_some_and(|c| has(&c)) {
-                continue;
-            }
-            if let Some(peer) = upstream.peer_for(&self.downstream).await {
-                peers.push((upstream, peer));
-            }
-        }
-        peers
+    /// The caller a request of this session is, for the service: this session and the
+    /// request's id (what an upstream asks while serving it goes on its stream).
+    pub(super) fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let session: Arc<dyn ClientSession> = self.session.clone();
+        Caller::new(session, Some(context.id.clone()))
     }
 }
 
 impl ServerHandler for McpBridge {
     fn get_info(&self) -> ServerConfig {
-        let upstreams: Vec<ServerCapabilities> = self
-            .service
-            .mcp_upstreams()
-            .iter()
-            .filter_map(Upstream::capabilities)
-            .collect();
-        let mut capabilities = merged_capabilities(&upstreams);
-        // A gRPC provider's CloudEvents reach the sessions as log messages.
-        if self.service.has_event_sources() {
-            capabilities.logging.get_or_insert_with(Default::default);
-        }
-        InitializeResult::new(capabilities)
+        InitializeResult::new(merged_capabilities(&self.service.offers()))
         .with_server_info(Implementation::new(
             self.service.name.clone(),
             self.service.version.clone(),
@@ -179,8 +149,8 @@ impl ServerHandler for McpBridge {
     /// Sends `notifications/tools/list_changed` to this session whenever the service's tool
     /// list changes (a reload, an upstream's own list_changed), until the session ends.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.downstream.attach(&context.peer);
-        self.downstream.set_initialized();
+        self.session.attach(&context.peer);
+        self.session.set_initialized();
         if let Some(direct) = &self.direct
             && let Some(session) = context
                 .extensions
@@ -188,7 +158,7 @@ impl ServerHandler for McpBridge {
                 .and_then(|parts| parts.headers.get("mcp-session-id"))
                 .and_then(|v| v.to_str().ok())
         {
-            direct.register(session, &self.downstream);
+            direct.register(session, &self.session);
         }
         let mut changes = self.service.watch_tool_list();
         let peer = context.peer;
@@ -219,7 +189,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.seen(&context);
-        self.downstream.set_level(request.level);
+        self.session.set_level(request.level);
         Ok(())
     }
 
@@ -229,39 +199,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         self.seen(&context);
-        for (_, peer) in self.peers_with(|c| c.completions.is_some()).await {
-            let owns = match &request.r#ref {
-                Reference::Prompt(prompt) => peer
-                    .list_all_prompts()
-                    .await
-                    .is_ok_and(|ps| ps.iter().any(|p| p.name == prompt.name)),
-                Reference::Resource(resource) => {
-                    peer.list_all_resource_templates()
-                        .await
-                        .is_ok_and(|ts| ts.iter().any(|t| t.uri_template == resource.uri))
-                        || peer
-                            .list_all_resources()
-                            .await
-                            .is_ok_and(|rs| rs.iter().any(|r| r.uri == resource.uri))
-                }
-                _ => false,
-            };
-            if owns {
-                return peer
-                    .complete(request)
-                    .await
-                    .map_err(|e| upstream_error("completion/complete", e));
-            }
-        }
-        let what = match &request.r#ref {
-            Reference::Prompt(p) => format!("prompt '{}'", p.name),
-            Reference::Resource(r) => format!("resource '{}'", r.uri),
-            _ => "this reference".to_owned(),
-        };
-        Err(McpError::invalid_params(
-            format!("No MCP server behind this service offers completions for {what}"),
-            None,
-        ))
+        self.completion(request, &context).await
     }
 
     async fn subscribe(
@@ -270,30 +208,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.seen(&context);
-        let mut last = None;
-        let mut taken = false;
-        let takes =
-            |c: &ServerCapabilities| c.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
-        for (_, peer) in self.peers_with(takes).await {
-            match peer
-                .subscribe(SubscribeRequestParams::new(request.uri.clone()))
-                .await
-            {
-                Ok(()) => taken = true,
-                Err(e) => last = Some(upstream_error("resources/subscribe", e)),
-            }
-        }
-        if taken {
-            self.downstream.subscribe(&request.uri);
-            return Ok(());
-        }
-        Err(last.unwrap_or_else(|| {
-            McpError::new(
-                ErrorCode(jsonrpc::METHOD_NOT_FOUND),
-                "No MCP server behind this service takes resource subscriptions",
-                None,
-            )
-        }))
+        self.subscription(&request.uri, &context).await
     }
 
     async fn unsubscribe(
@@ -302,27 +217,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.seen(&context);
-        self.downstream.unsubscribe(&request.uri);
-        let takes =
-            |c: &ServerCapabilities| c.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
-        // A shared connection stays subscribed while another session still is.
-        let others = self
-            .service
-            .downstreams()
-            .live()
-            .iter()
-            .any(|d| d.id() != self.downstream.id() && d.is_subscribed(&request.uri));
-        for (upstream, peer) in self.peers_with(takes).await {
-            if others && !upstream.is_per_session(&self.downstream) {
-                continue;
-            }
-            if let Err(e) = peer
-                .unsubscribe(UnsubscribeRequestParams::new(request.uri.clone()))
-                .await
-            {
-                tracing::warn!(service = %self.service.name, provider = upstream.name(), "resources/unsubscribe upstream failed: {e}");
-            }
-        }
+        self.unsubscription(&request.uri, &context).await;
         Ok(())
     }
 
@@ -332,16 +227,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         self.seen(&context);
-        let mut all = Vec::new();
-        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
-            match peer.list_all_resources().await {
-                Ok(resources) => all.extend(resources),
-                Err(e) => {
-                    tracing::warn!(service = %self.service.name, "resources/list upstream failed: {e}")
-                }
-            }
-        }
-        Ok(ListResourcesResult::with_all_items(all))
+        Ok(self.resources(&context).await)
     }
 
     async fn list_resource_templates(
@@ -350,16 +236,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         self.seen(&context);
-        let mut all = Vec::new();
-        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
-            match peer.list_all_resource_templates().await {
-                Ok(templates) => all.extend(templates),
-                Err(e) => {
-                    tracing::warn!(service = %self.service.name, "resources/templates/list upstream failed: {e}")
-                }
-            }
-        }
-        Ok(ListResourceTemplatesResult::with_all_items(all))
+        Ok(self.resource_templates(&context).await)
     }
 
     async fn read_resource(
@@ -368,21 +245,9 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.seen(&context);
-        let mut last = None;
-        for (_, peer) in self.peers_with(|c| c.resources.is_some()).await {
-            match peer.read_resource(request.clone()).await {
-                Ok(result) => return Ok(ReadResourceResponse::Complete(result)),
-                Err(e) => last = Some(e.to_string()),
-            }
-        }
-        Err(McpError::invalid_params(
-            format!(
-                "Resource '{}' not found: {}",
-                request.uri,
-                last.unwrap_or_else(|| "no MCP server behind this service has resources".into())
-            ),
-            None,
-        ))
+        self.read(&request.uri, &context)
+            .await
+            .map(ReadResourceResponse::Complete)
     }
 
     async fn list_prompts(
@@ -391,16 +256,7 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         self.seen(&context);
-        let mut all = Vec::new();
-        for (_, peer) in self.peers_with(|c| c.prompts.is_some()).await {
-            match peer.list_all_prompts().await {
-                Ok(prompts) => all.extend(prompts),
-                Err(e) => {
-                    tracing::warn!(service = %self.service.name, "prompts/list upstream failed: {e}")
-                }
-            }
-        }
-        Ok(ListPromptsResult::with_all_items(all))
+        Ok(self.prompts(&context).await)
     }
 
     async fn get_prompt(
@@ -409,25 +265,9 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         self.seen(&context);
-        for (_, peer) in self.peers_with(|c| c.prompts.is_some()).await {
-            let offers = peer
-                .list_all_prompts()
-                .await
-                .is_ok_and(|ps| ps.iter().any(|p| p.name == request.name));
-            if offers {
-                return peer
-                    .get_prompt(request.clone())
-                    .await
-                    .map(GetPromptResponse::Complete)
-                    .map_err(|e| {
-                        McpError::invalid_params(format!("Prompt '{}': {e}", request.name), None)
-                    });
-            }
-        }
-        Err(McpError::invalid_params(
-            format!("Unknown prompt: {}", request.name),
-            None,
-        ))
+        self.render(request, &context)
+            .await
+            .map(GetPromptResponse::Complete)
     }
 
     async fn list_tools(

@@ -5,11 +5,15 @@
 //! as JSON by [`direct`]), after the service's one Host and Origin check (`http/hosts.rs`, in
 //! front of every route);
 //! `/sse` + `/messages` is the legacy transport ([`legacy_sse`]) with the same gate and bridge.
-//! Failures are answered as [`errors`] maps them. The outgoing side (MCP servers we call) is
-//! `provider::mcp`.
+//! Failures are answered as [`errors`] maps them. Resources, prompts and completions go
+//! through the service's catalog ([`catalog`]), like REST's. Each session is a
+//! [`client_session::McpClientSession`]: the providers reach it through the
+//! `provider::ClientSession` trait, and no part of this surface knows a provider kind.
 
 mod call;
 mod capabilities;
+mod catalog;
+pub mod client_session;
 mod direct;
 pub mod errors;
 pub mod gate;

@@ -5,10 +5,12 @@
 //! client), keeps its current tool list, reports the health of what it depends on, and tells
 //! the service when its tool list changes.
 
+pub mod clients;
 pub mod cypher;
 pub mod grpc;
 pub mod http;
 pub mod mcp;
+pub mod output;
 pub mod search;
 
 use std::collections::BTreeMap;
@@ -21,8 +23,12 @@ use contract::{
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rmcp::model::{CompleteRequestParams, CompleteResult};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
+
+pub use self::clients::{Caller, ClientSession, ClientSessions};
+pub use self::output::ToolOutput;
 
 use crate::config::{OutputValidation, ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
@@ -43,6 +49,10 @@ pub struct CallContext {
     pub timeout: Duration,
     /// Where to report progress, when the caller asked for it (an MCP client's progressToken).
     pub progress: Option<ProgressSink>,
+    /// The client request the call serves, when it came from a client session (MCP): what
+    /// the upstream asks during the call goes to it, and a session's own connection or pinned
+    /// child serves it. `None` for REST.
+    pub caller: Option<Caller>,
 }
 
 /// A progress report of a running call: `progress` out of `total`, with an optional message.
@@ -117,19 +127,23 @@ pub trait Provider: Send + Sync {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// The resources the provider offers now. `provider` and `qualified_name` may be left
-    /// empty: the service sets them. Default: none.
-    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+    /// The resources the provider offers now (to `caller`, when a client session asks).
+    /// `provider` and `qualified_name` may be left empty: the service sets them. Default: none.
+    fn list_resources<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ToolError>> {
         futures::future::ready(Ok(Vec::new())).boxed()
     }
 
-    /// The resource templates the provider offers now (`provider`, `qualified_name` as for
-    /// [`Provider::list_resources`]). Default: none.
-    fn list_resource_templates(
-        &self,
-    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+    /// The resource templates the provider offers now (`caller`, `provider`, `qualified_name`
+    /// as for [`Provider::list_resources`]). Default: none.
+    fn list_resource_templates<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceTemplateInfo>, ToolError>> {
         futures::future::ready(Ok(Vec::new())).boxed()
     }
 
@@ -144,10 +158,13 @@ pub trait Provider: Send + Sync {
         futures::future::ready(Err(ToolError::NotFound(uri.to_owned()))).boxed()
     }
 
-    /// The prompts the provider offers now, each with its `args_schema` (`provider`,
-    /// `qualified_name` as for [`Provider::list_resources`]; `name` is the provider's own).
-    /// Default: none.
-    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+    /// The prompts the provider offers now, each with its `args_schema` (`caller`,
+    /// `provider`, `qualified_name` as for [`Provider::list_resources`]; `name` is the
+    /// provider's own). Default: none.
+    fn list_prompts<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<PromptInfo>, ToolError>> {
         futures::future::ready(Ok(Vec::new())).boxed()
     }
 
@@ -161,6 +178,43 @@ pub trait Provider: Send + Sync {
         _cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
         futures::future::ready(Err(ToolError::NotFound(name.to_owned()))).boxed()
+    }
+
+    /// Completes an argument of one of its prompts or resource templates (MCP
+    /// `completion/complete`; the prompt's name is the provider's own). Must not hang past
+    /// `cx.timeout`. Default: it completes nothing ([`ToolError::NotFound`]).
+    fn complete<'a>(
+        &'a self,
+        _request: CompleteRequestParams,
+        _cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<CompleteResult, ToolError>> {
+        futures::future::ready(Err(ToolError::NotFound("completion/complete".into()))).boxed()
+    }
+
+    /// Subscribes `caller` to updates of the resource `uri`; `false` when the provider takes
+    /// no subscriptions. Default: it takes none.
+    fn subscribe<'a>(
+        &'a self,
+        _uri: &'a str,
+        _caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<bool, ToolError>> {
+        futures::future::ready(Ok(false)).boxed()
+    }
+
+    /// Ends `caller`'s subscription to `uri` (the session has dropped it already). Default:
+    /// nothing to end.
+    fn unsubscribe<'a>(
+        &'a self,
+        _uri: &'a str,
+        _caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    /// What the provider offers besides tools, as of now (the MCP surface advertises the
+    /// union). Default: nothing.
+    fn offers(&self) -> Offers {
+        Offers::default()
     }
 
     /// The health of each dependency behind this provider, checked now.
@@ -182,18 +236,6 @@ pub trait Provider: Send + Sync {
         true
     }
 
-    /// The connection to the MCP server behind this provider, for passing resources and
-    /// prompts through; `None` for other kinds and while disconnected.
-    fn mcp_peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {
-        None
-    }
-
-    /// The MCP surface's handle on an `mcp` provider (per-session connections, capabilities);
-    /// `None` for other kinds.
-    fn mcp_upstream(&self) -> Option<mcp::Upstream> {
-        None
-    }
-
     /// The provider's own connection to its upstream, for metrics: `None` for providers whose
     /// dependency is a shared pool or client (their state is in the dependency checks).
     fn connection(&self) -> Option<Connection> {
@@ -209,12 +251,6 @@ pub trait Provider: Send + Sync {
     /// Events the provider sent, counted by type (gRPC `StreamEvents`); empty for other kinds.
     fn events_received(&self) -> Vec<(String, u64)> {
         Vec::new()
-    }
-
-    /// Whether the provider sends events that reach MCP sessions as log messages (gRPC
-    /// `StreamEvents`), so the MCP surface advertises `logging`.
-    fn emits_events(&self) -> bool {
-        false
     }
 
     /// Why this provider's tools may be missing from the list right now (an MCP server that
@@ -238,6 +274,24 @@ pub trait Provider: Send + Sync {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         futures::future::ready(()).boxed()
     }
+}
+
+/// What a provider offers besides tools; the MCP surface advertises what some provider
+/// offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    pub resources: bool,
+    /// It takes `resources/subscribe` and tells of updates.
+    pub resource_subscriptions: bool,
+    /// It tells when its resource list changes.
+    pub resource_list_changes: bool,
+    pub prompts: bool,
+    /// It tells when its prompt list changes.
+    pub prompt_list_changes: bool,
+    pub completions: bool,
+    /// It sends log messages to the client sessions (an MCP server's, a gRPC provider's
+    /// events).
+    pub log_messages: bool,
 }
 
 /// A provider's connection to its upstream as of now.
@@ -271,8 +325,8 @@ pub struct ProviderHooks {
     /// Where to say a dependency's state changed (the service checks it again at once).
     pub health_changed: Arc<Notify>,
     pub shutdown: Shutdown,
-    /// The service's client MCP sessions, for what an MCP server sends its client.
-    pub downstreams: mcp::downstream::Downstreams,
+    /// The service's client sessions, for what an upstream sends its client.
+    pub sessions: ClientSessions,
 }
 
 /// Builds the provider a config entry describes. Nothing is connected until [`Provider::start`].
@@ -334,8 +388,8 @@ mod tests {
             _: &'a str,
             _: JsonObject,
             _: &'a CallContext,
-        ) -> BoxFuture<'a, Result<Value, ToolError>> {
-            futures::future::ready(Ok(Value::Null)).boxed()
+        ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            futures::future::ready(Ok(ToolOutput::Data(Value::Null))).boxed()
         }
         fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
             futures::future::ready(Vec::new()).boxed()
@@ -351,14 +405,16 @@ mod tests {
         assert_eq!(OutputValidation::default(), OutputValidation::Strict);
         assert_eq!(bare.dependency_name(), "bare");
         assert!(bare.needs_dependency("any"));
-        assert!(bare.list_resources().await.unwrap().is_empty());
-        assert!(bare.list_resource_templates().await.unwrap().is_empty());
-        assert!(bare.list_prompts().await.unwrap().is_empty());
+        assert!(bare.list_resources(None).await.unwrap().is_empty());
+        assert!(bare.list_resource_templates(None).await.unwrap().is_empty());
+        assert!(bare.list_prompts(None).await.unwrap().is_empty());
+        assert_eq!(bare.offers(), Offers::default());
         let cx = CallContext {
             request_id: "r".into(),
             trace: TraceContext::detached(),
             timeout: Duration::from_secs(1),
             progress: None,
+            caller: None,
         };
         assert!(matches!(
             bare.read_resource("file:///x", &cx).await,
@@ -368,9 +424,8 @@ mod tests {
             bare.get_prompt("p", JsonObject::new(), &cx).await,
             Err(ToolError::NotFound(name)) if name == "p"
         ));
-        assert!(bare.mcp_peer().is_none() && bare.mcp_upstream().is_none());
         assert!(bare.connection().is_none() && bare.connection_state().is_none());
-        assert!(bare.events_received().is_empty() && !bare.emits_events());
+        assert!(bare.events_received().is_empty());
         assert!(bare.missing_tools_reason().is_none());
         assert!(bare.instances().is_empty() && bare.index_report().is_none());
         bare.shutdown().await;

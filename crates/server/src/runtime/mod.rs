@@ -96,7 +96,7 @@ pub async fn run(
     for service in services {
         match bind(&service).await {
             Ok(listener) => {
-                let app = crate::http::router(service.clone());
+                let app = app(&service);
                 // The service's own drain: a service that fails to start closes its port alone.
                 let stopped = service.drain().clone();
                 servers.push(root.spawn(serve::serve(listener, service.clone(), app, stopped)));
@@ -279,4 +279,10 @@ async fn shutdown(
         );
     }
     tracing::info!("stopped");
+}
+/// What one service serves: its two surfaces side by side (REST's routes and Swagger UI, the
+/// MCP endpoints), behind the HTTP layers every request goes through.
+fn app(service: &Arc<Service>) -> axum::Router {
+    let surfaces = crate::http::routes(service.clone()).merge(crate::mcp::router(service.clone()));
+    crate::http::with_layers(surfaces, service.clone())
 }

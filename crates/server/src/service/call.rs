@@ -17,8 +17,40 @@ use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
 use super::client::Client;
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
-use crate::provider::{CallContext, JsonObject, ProgressSink};
+use crate::provider::{CallContext, Caller, JsonObject, ProgressSink, ToolError, ToolOutput};
 use crate::telemetry::TraceContext;
+
+/// One tool call as a surface hands it to the service.
+pub struct CallRequest<'a> {
+    /// The served name.
+    pub tool: &'a str,
+    pub arguments: JsonObject,
+    pub request_id: &'a str,
+    /// Who calls: its API key's scope decides whether it may call the tool, and its name is
+    /// what the tool's rate limit counts.
+    pub client: &'a Client,
+    pub trace: &'a TraceContext,
+    /// Where progress reports go, when the caller asked for them.
+    pub progress: Option<ProgressSink>,
+    /// The client request the call serves, when it came from a client session (MCP): the
+    /// provider asks it what its upstream asks during the call.
+    pub caller: Option<Caller>,
+}
+
+/// A call's result, for each surface to render once.
+#[derive(Debug)]
+pub struct CallResult {
+    pub output: ToolOutput,
+    /// The tool declares an output schema: its data is its structured content as it is.
+    pub typed: bool,
+}
+
+impl CallResult {
+    /// The call's `data`, as REST answers it.
+    pub fn into_data(self) -> Value {
+        self.output.into_data(self.typed)
+    }
+}
 
 /// Why a call failed, ready to be answered.
 #[derive(Debug)]
@@ -28,6 +60,9 @@ pub struct CallFailure {
     pub validation_errors: Option<Vec<ValidationIssue>>,
     /// Seconds to wait before trying again (RATE_LIMITED, SERVICE_UNAVAILABLE).
     pub retry_after: Option<u64>,
+    /// The tool's own answer when it reported the failure itself (an MCP `isError` result),
+    /// which the MCP surface answers as the server sent it.
+    pub output: Option<ToolOutput>,
 }
 
 impl CallFailure {
@@ -37,6 +72,7 @@ impl CallFailure {
             message,
             validation_errors: None,
             retry_after: None,
+            output: None,
         }
     }
 
@@ -63,23 +99,13 @@ impl Drop for ActiveCall<'_> {
 }
 
 impl Service {
-    /// Validates, admits and runs one tool call within its timeout. `client` is the caller:
-    /// its API key's scope decides whether it may call the tool at all (judged before the
-    /// tool is looked up, so a refusal says nothing of which tools exist), and its name is
-    /// what the tool's rate limit counts (an API key's name or a peer address).
-    pub async fn call_tool(
-        &self,
-        tool: &str,
-        arguments: JsonObject,
-        request_id: &str,
-        client: &Client,
-        trace: &TraceContext,
-        progress: Option<ProgressSink>,
-    ) -> Result<Value, CallFailure> {
+    /// Validates, admits and runs one tool call within its timeout. The client's API key
+    /// scope is judged before the tool is looked up, so a refusal says nothing of which tools
+    /// exist.
+    pub async fn call_tool(&self, request: CallRequest<'_>) -> Result<CallResult, CallFailure> {
+        let (request_id, tool) = (request.request_id, request.tool);
         flow(request_id, tool, "created", None);
-        let result = self
-            .run_call(tool, arguments, request_id, client, trace, progress)
-            .await;
+        let result = self.run_call(request).await;
         match &result {
             Ok(_) => flow(request_id, tool, "completed", None),
             Err(f) => tracing::debug!(
@@ -90,15 +116,16 @@ impl Service {
         result
     }
 
-    async fn run_call(
-        &self,
-        tool: &str,
-        arguments: JsonObject,
-        request_id: &str,
-        client: &Client,
-        trace: &TraceContext,
-        progress: Option<ProgressSink>,
-    ) -> Result<Value, CallFailure> {
+    async fn run_call(&self, request: CallRequest<'_>) -> Result<CallResult, CallFailure> {
+        let CallRequest {
+            tool,
+            arguments,
+            request_id,
+            client,
+            trace,
+            progress,
+            caller,
+        } = request;
         if !client.may_use(tool) {
             tracing::warn!(
                 client = client.as_str(),
@@ -144,6 +171,7 @@ impl Service {
                 ),
                 validation_errors: Some(issues),
                 retry_after: None,
+                output: None,
             });
         }
         let Value::Object(arguments) = arguments else {
@@ -182,6 +210,7 @@ impl Service {
             trace: trace.clone(),
             timeout,
             progress,
+            caller,
         };
         let _active = ActiveCall::start(&self.active_calls);
         flow(request_id, tool, "executing", Some(provider));
@@ -194,8 +223,13 @@ impl Service {
         )
         .await;
         let ran = started.elapsed();
+        let typed = entry.schema.output_schema.is_some();
         let result = match outcome {
-            Ok(Ok(data)) => checked_output(tool, entry, data),
+            Ok(Ok(output)) => match output.reported_error(tool) {
+                Some(error) => Err(reported(error, output)),
+                None => checked_output(tool, entry, &output, typed)
+                    .map(|()| CallResult { output, typed }),
+            },
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
                 ErrorCode::Timeout,
@@ -232,14 +266,27 @@ fn refused(tool: &str, refusal: &Refusal) -> CallFailure {
     .retry_after(RETRY_AFTER_SECONDS)
 }
 
-/// The result as the tool's output schema allows it: a violation is EXECUTION_ERROR naming
-/// each JSON pointer and rule (strict), or a log line (warn).
-fn checked_output(tool: &str, entry: &RegisteredTool, data: Value) -> Result<Value, CallFailure> {
+/// The failure a tool reported itself, with its own answer kept for the MCP surface.
+fn reported(error: ToolError, output: ToolOutput) -> CallFailure {
+    CallFailure {
+        output: Some(output),
+        ..CallFailure::new(error.code(), error.to_string())
+    }
+}
+
+/// Whether the output may be answered as the tool's output schema allows it: a violation is
+/// EXECUTION_ERROR naming each JSON pointer and rule (strict), or a log line (warn).
+fn checked_output(
+    tool: &str,
+    entry: &RegisteredTool,
+    output: &ToolOutput,
+    typed: bool,
+) -> Result<(), CallFailure> {
     let Some((validator, policy)) = &entry.output else {
-        return Ok(data);
+        return Ok(());
     };
-    let Err(issues) = validator.check(&data) else {
-        return Ok(data);
+    let Err(issues) = validator.check(&output.checked_view(typed)) else {
+        return Ok(());
     };
     let problems: Vec<String> = issues
         .iter()
@@ -256,7 +303,7 @@ fn checked_output(tool: &str, entry: &RegisteredTool, data: Value) -> Result<Val
                 provider = entry.provider.name(),
                 "{message}; answered anyway (validate_output: warn)"
             );
-            Ok(data)
+            Ok(())
         }
         _ => Err(CallFailure::new(ErrorCode::ExecutionError, message)),
     }
@@ -328,15 +375,17 @@ providers:
 
     async fn call(service: &Service, tool: &str, client: &Client) -> Result<Value, CallFailure> {
         service
-            .call_tool(
+            .call_tool(CallRequest {
                 tool,
-                JsonObject::new(),
-                "req-1",
+                arguments: JsonObject::new(),
+                request_id: "req-1",
                 client,
-                &TraceContext::detached(),
-                None,
-            )
+                trace: &TraceContext::detached(),
+                progress: None,
+                caller: None,
+            })
             .await
+            .map(CallResult::into_data)
     }
 
     #[tokio::test]

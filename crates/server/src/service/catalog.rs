@@ -1,4 +1,5 @@
-//! Resources and prompts of the service's providers, for the REST routes: listed from every
+//! Resources and prompts of the service's providers, for both surfaces (REST's routes and
+//! MCP's `resources/*` and `prompts/*`, which differ only in how they render): listed from every
 //! provider (in configuration order), a URI read on the provider that offers it, a prompt
 //! rendered after its arguments pass its `args_schema` — the same check and the same
 //! INVALID_ARGUMENTS details as a tool call.
@@ -27,8 +28,31 @@ use serde_json::Value;
 use super::Service;
 use super::admission::{CallGates, QueueBounds, RETRY_AFTER_SECONDS, Scope};
 use super::call::CallFailure;
-use crate::provider::{CallContext, JsonObject, Provider, ToolError};
+use super::uri_template::template_matches;
+use crate::provider::{CallContext, Caller, JsonObject, Provider, ToolError};
 use crate::telemetry::TraceContext;
+
+/// Who asks for a read, a render or a completion: the request's id and trace, and the client
+/// session it came from (MCP; `None` for REST).
+#[derive(Clone, Copy)]
+pub struct CatalogRequest<'a> {
+    pub request_id: &'a str,
+    pub trace: &'a TraceContext,
+    pub caller: Option<&'a Caller>,
+}
+
+impl CatalogRequest<'_> {
+    /// The provider's context for it, bounded by `timeout`.
+    pub(super) fn context(&self, timeout: Duration) -> CallContext {
+        CallContext {
+            request_id: self.request_id.to_owned(),
+            trace: self.trace.clone(),
+            timeout,
+            progress: None,
+            caller: self.caller.cloned(),
+        }
+    }
+}
 
 /// `{provider}.{name}`: the name that tells providers apart.
 pub fn qualified(provider: &str, name: &str) -> String {
@@ -43,7 +67,7 @@ impl Service {
 
     /// How long one provider's resource or prompt request may take: its `limits.timeout_ms`,
     /// else `limits.call_timeout_ms`.
-    fn catalog_timeout(&self, provider: &str) -> Duration {
+    pub(super) fn catalog_timeout(&self, provider: &str) -> Duration {
         let settings = self.settings();
         let config = &settings.config;
         config
@@ -53,14 +77,19 @@ impl Service {
             .unwrap_or(config.limits.call_timeout)
     }
 
-    /// One list from every provider, in order; a provider that fails or times out is left
-    /// out (logged), as /tools leaves out a server that is not connected.
-    async fn list_each<T>(
+    /// One list from every provider, in order, as `caller` sees it (its session's own
+    /// connections); a provider that fails or times out is left out (logged), as /tools leaves
+    /// out a server that is not connected.
+    pub(super) async fn list_each<T>(
         &self,
         what: &str,
-        list: impl for<'p> Fn(&'p dyn Provider) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
+        caller: Option<&Caller>,
+        list: impl for<'p> Fn(
+            &'p dyn Provider,
+            Option<&'p Caller>,
+        ) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
     ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
-        self.list_each_of(self.catalog_providers(), what, list)
+        self.list_each_of(self.catalog_providers(), what, caller, list)
             .await
     }
 
@@ -69,12 +98,16 @@ impl Service {
         &self,
         providers: Vec<Arc<dyn Provider>>,
         what: &str,
-        list: impl for<'p> Fn(&'p dyn Provider) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
+        caller: Option<&Caller>,
+        list: impl for<'p> Fn(
+            &'p dyn Provider,
+            Option<&'p Caller>,
+        ) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
     ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
         let lists = futures::future::join_all(providers.iter().map(|p| {
             let timeout = self.catalog_timeout(p.name());
             let list = &list;
-            async move { tokio::time::timeout(timeout, list(p.as_ref())).await }
+            async move { tokio::time::timeout(timeout, list(p.as_ref(), caller)).await }
         }))
         .await;
         let mut all = Vec::new();
@@ -92,11 +125,11 @@ impl Service {
         all
     }
 
-    /// GET /resources.
-    pub async fn resources(&self) -> ResourcesResponse {
+    /// GET /resources, MCP `resources/list`.
+    pub async fn resources(&self, caller: Option<&Caller>) -> ResourcesResponse {
         let mut resources = Vec::new();
         for (provider, items) in self
-            .list_each("resources/list", |p| p.list_resources())
+            .list_each("resources/list", caller, |p, c| p.list_resources(c))
             .await
         {
             resources.extend(items.into_iter().map(|mut r| {
@@ -111,11 +144,13 @@ impl Service {
         }
     }
 
-    /// GET /resource-templates.
-    pub async fn resource_templates(&self) -> ResourceTemplatesResponse {
+    /// GET /resource-templates, MCP `resources/templates/list`.
+    pub async fn resource_templates(&self, caller: Option<&Caller>) -> ResourceTemplatesResponse {
         let mut resource_templates = Vec::new();
         let lists = self
-            .list_each("resources/templates/list", |p| p.list_resource_templates())
+            .list_each("resources/templates/list", caller, |p, c| {
+                p.list_resource_templates(c)
+            })
             .await;
         for (provider, items) in lists {
             resource_templates.extend(items.into_iter().map(|mut t| {
@@ -130,19 +165,24 @@ impl Service {
         }
     }
 
-    /// GET /prompts: every prompt with its served name (the provider's own) and qualified name.
-    pub async fn prompts(&self) -> PromptsResponse {
+    /// GET /prompts, MCP `prompts/list`: every prompt with its served name (the provider's
+    /// own) and qualified name.
+    pub async fn prompts(&self, caller: Option<&Caller>) -> PromptsResponse {
         PromptsResponse {
             service: self.name.clone(),
-            prompts: self.prompts_of(self.catalog_providers()).await,
+            prompts: self.prompts_of(self.catalog_providers(), caller).await,
         }
     }
 
     /// The prompts of `providers`, in order, as GET /prompts lists them.
-    pub(super) async fn prompts_of(&self, providers: Vec<Arc<dyn Provider>>) -> Vec<PromptInfo> {
+    pub(super) async fn prompts_of(
+        &self,
+        providers: Vec<Arc<dyn Provider>>,
+        caller: Option<&Caller>,
+    ) -> Vec<PromptInfo> {
         let mut prompts = Vec::new();
         let listed = self
-            .list_each_of(providers, "prompts/list", |p| p.list_prompts())
+            .list_each_of(providers, "prompts/list", caller, |p, c| p.list_prompts(c))
             .await;
         for (provider, items) in listed {
             prompts.extend(items.into_iter().map(|mut p| {
@@ -160,6 +200,7 @@ impl Service {
         &self,
         uri: &str,
         named: Option<&str>,
+        caller: Option<&Caller>,
     ) -> Result<Arc<dyn Provider>, CallFailure> {
         let providers = self.catalog_providers();
         if let Some(name) = named {
@@ -179,7 +220,7 @@ impl Service {
                 });
         }
         let listing = self
-            .list_each("resources/list", |p| p.list_resources())
+            .list_each("resources/list", caller, |p, c| p.list_resources(c))
             .await;
         if let Some((provider, _)) = listing
             .into_iter()
@@ -188,7 +229,9 @@ impl Service {
             return Ok(provider);
         }
         let templates = self
-            .list_each("resources/templates/list", |p| p.list_resource_templates())
+            .list_each("resources/templates/list", caller, |p, c| {
+                p.list_resource_templates(c)
+            })
             .await;
         templates
             .into_iter()
@@ -197,13 +240,12 @@ impl Service {
             .ok_or_else(|| not_found_resource(uri))
     }
 
-    /// GET /resources/read?uri=…[&provider=…].
+    /// GET /resources/read?uri=…[&provider=…], MCP `resources/read`.
     pub async fn read_resource(
         &self,
         uri: &str,
         named: Option<&str>,
-        request_id: &str,
-        trace: &TraceContext,
+        request: CatalogRequest<'_>,
     ) -> Result<ResourceReadResponse, CallFailure> {
         if let Some(why) = contract::uri_syntax_error(uri) {
             return Err(CallFailure::new(
@@ -211,15 +253,10 @@ impl Service {
                 format!("'{}' is not a resource URI: {why}", uri.escape_default()),
             ));
         }
-        let provider = self.resource_provider(uri, named).await?;
+        let provider = self.resource_provider(uri, named, request.caller).await?;
         let timeout = self.catalog_timeout(provider.name());
         let _admitted = self.admit_catalog(provider.name(), uri).await?;
-        let cx = CallContext {
-            request_id: request_id.to_owned(),
-            trace: trace.clone(),
-            timeout,
-            progress: None,
-        };
+        let cx = request.context(timeout);
         // The provider enforces the timeout itself; this bound guards against one that does not.
         let read = tokio::time::timeout(
             timeout + Duration::from_secs(1),
@@ -241,16 +278,16 @@ impl Service {
         }
     }
 
-    /// POST /prompts/{name}: `name` is a served or qualified name; the arguments must pass
-    /// the prompt's `args_schema`.
-    pub async fn get_prompt(
+    /// The provider of the prompt `name` (a served or qualified name) and the prompt as it
+    /// lists it, as `caller` sees them.
+    pub(super) async fn prompt_provider(
         &self,
         name: &str,
-        arguments: JsonObject,
-        request_id: &str,
-        trace: &TraceContext,
-    ) -> Result<PromptResponse, CallFailure> {
-        let listed = self.list_each("prompts/list", |p| p.list_prompts()).await;
+        caller: Option<&Caller>,
+    ) -> Result<(Arc<dyn Provider>, PromptInfo), CallFailure> {
+        let listed = self
+            .list_each("prompts/list", caller, |p, c| p.list_prompts(c))
+            .await;
         let found = listed.iter().find_map(|(provider, prompts)| {
             prompts
                 .iter()
@@ -265,18 +302,25 @@ impl Service {
                     .map(|p| (provider, p))
             })
         });
-        let Some((provider, prompt)) = found else {
-            return Err(not_found_prompt(name));
-        };
+        found
+            .map(|(provider, prompt)| (provider.clone(), prompt.clone()))
+            .ok_or_else(|| not_found_prompt(name))
+    }
+
+    /// POST /prompts/{name}, MCP `prompts/get`: `name` is a served or qualified name; the
+    /// arguments must pass the prompt's `args_schema`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        request: CatalogRequest<'_>,
+    ) -> Result<PromptResponse, CallFailure> {
+        let (provider, prompt) = self.prompt_provider(name, request.caller).await?;
+        let prompt = &prompt;
         check_prompt_arguments(prompt, &arguments)?;
         let timeout = self.catalog_timeout(provider.name());
         let _admitted = self.admit_catalog(provider.name(), name).await?;
-        let cx = CallContext {
-            request_id: request_id.to_owned(),
-            trace: trace.clone(),
-            timeout,
-            progress: None,
-        };
+        let cx = request.context(timeout);
         let got = tokio::time::timeout(
             timeout + Duration::from_secs(1),
             provider.get_prompt(&prompt.name, arguments, &cx),
@@ -292,6 +336,7 @@ impl Service {
                 provider: provider.name().to_owned(),
                 description: result.description,
                 messages: result.messages,
+                native: result.native,
             }),
             Err(ToolError::NotFound(_)) => Err(not_found_prompt(name)),
             Err(e) => Err(failure(e, &format!("Prompt '{name}'"), timeout)),
@@ -299,7 +344,7 @@ impl Service {
     }
 
     /// The provider's slot and the service's, through the same queue as tool calls.
-    async fn admit_catalog(
+    pub(super) async fn admit_catalog(
         &self,
         provider: &str,
         what: &str,
@@ -350,7 +395,7 @@ fn not_found_prompt(name: &str) -> CallFailure {
 }
 
 /// A provider's failure of a read or render, in words about `what` (not a tool).
-fn failure(e: ToolError, what: &str, timeout: Duration) -> CallFailure {
+pub(super) fn failure(e: ToolError, what: &str, timeout: Duration) -> CallFailure {
     match e {
         ToolError::Timeout { .. } => CallFailure::new(
             ErrorCode::Timeout,
@@ -385,130 +430,6 @@ fn check_prompt_arguments(prompt: &PromptInfo, arguments: &JsonObject) -> Result
             ),
             validation_errors: Some(issues),
             retry_after: None,
+            output: None,
         })
-}
-
-/// Whether `uri` is one of the URIs an RFC 6570 template describes. Literal parts match
-/// exactly; `{var}` matches one or more characters other than `/`, `?` and `#`; `{+var}` and
-/// `{#var}` any characters; `{/var}`, `{.var}`, `{;var}` their prefix and a segment; `{?…}` and
-/// `{&…}` an optional query part. Enough to tell which provider a URI belongs to; the provider
-/// itself decides whether the URI names something.
-pub fn template_matches(template: &str, uri: &str) -> bool {
-    #[derive(Clone, Copy)]
-    enum Part<'a> {
-        Literal(&'a str),
-        /// A variable: its prefix character (if any), whether it may be empty, and whether it
-        /// may contain `/`, `?`, `#`.
-        Var {
-            prefix: Option<char>,
-            optional: bool,
-            reserved: bool,
-        },
-    }
-    let mut parts = Vec::new();
-    let mut rest = template;
-    while !rest.is_empty() {
-        match rest.find('{') {
-            Some(0) => {
-                let Some(end) = rest.find('}') else {
-                    parts.push(Part::Literal(rest));
-                    break;
-                };
-                let op = rest[1..end].chars().next();
-                parts.push(match op {
-                    Some('+') | Some('#') => Part::Var {
-                        prefix: (op == Some('#')).then_some('#'),
-                        optional: false,
-                        reserved: true,
-                    },
-                    Some(c @ ('/' | '.' | ';')) => Part::Var {
-                        prefix: Some(c),
-                        optional: false,
-                        reserved: false,
-                    },
-                    Some('?') | Some('&') => Part::Var {
-                        prefix: op,
-                        optional: true,
-                        reserved: true,
-                    },
-                    _ => Part::Var {
-                        prefix: None,
-                        optional: false,
-                        reserved: false,
-                    },
-                });
-                rest = &rest[end + 1..];
-            }
-            Some(i) => {
-                parts.push(Part::Literal(&rest[..i]));
-                rest = &rest[i..];
-            }
-            None => {
-                parts.push(Part::Literal(rest));
-                rest = "";
-            }
-        }
-    }
-    fn go(parts: &[Part<'_>], uri: &str) -> bool {
-        let Some((first, more)) = parts.split_first() else {
-            return uri.is_empty();
-        };
-        match *first {
-            Part::Literal(l) => uri.strip_prefix(l).is_some_and(|u| go(more, u)),
-            Part::Var {
-                prefix,
-                optional,
-                reserved,
-            } => {
-                if optional && go(more, uri) {
-                    return true;
-                }
-                let body = match prefix {
-                    Some(p) => match uri.strip_prefix(p) {
-                        Some(b) => b,
-                        None => return false,
-                    },
-                    None => uri,
-                };
-                // Every non-empty value the variable could take, shortest first.
-                for (i, c) in body.char_indices() {
-                    if !reserved && matches!(c, '/' | '?' | '#') {
-                        return false;
-                    }
-                    let end = i + c.len_utf8();
-                    if go(more, &body[end..]) {
-                        return true;
-                    }
-                }
-                false
-            }
-        }
-    }
-    go(&parts, uri)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::template_matches;
-
-    #[test]
-    fn uri_templates_match_what_they_describe() {
-        let t = "demo://resource/dynamic/text/{resourceId}";
-        assert!(template_matches(t, "demo://resource/dynamic/text/1"));
-        assert!(template_matches(t, "demo://resource/dynamic/text/abc"));
-        assert!(!template_matches(t, "demo://resource/dynamic/text/"));
-        assert!(!template_matches(t, "demo://resource/dynamic/text/1/2"));
-        assert!(!template_matches(t, "demo://resource/dynamic/blob/1"));
-        assert!(template_matches(
-            "hello://greeting/{name}",
-            "hello://greeting/ana"
-        ));
-        assert!(template_matches("file:///{+path}", "file:///a/b/c.txt"));
-        assert!(template_matches("x://{a}/{b}", "x://1/2"));
-        assert!(!template_matches("x://{a}/{b}", "x://1"));
-        assert!(template_matches("x://s{?q,r}", "x://s"));
-        assert!(template_matches("x://s{?q,r}", "x://s?q=1&r=2"));
-        assert!(template_matches("x://fixed", "x://fixed"));
-        assert!(!template_matches("x://fixed", "x://fixed2"));
-    }
 }

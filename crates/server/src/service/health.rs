@@ -197,11 +197,11 @@ impl Service {
     /// kinds that have no connection to watch (Bolt, HTTP); the check it asks for is the one
     /// that decides. Hints are taken once a second at most (a hint meanwhile waits, it is
     /// not lost), so a storm of failing calls costs one check round a second.
-    pub(super) fn after_call(
+    pub(super) fn after_call<T>(
         &self,
         tool: &str,
         started: Instant,
-        result: &Result<serde_json::Value, super::CallFailure>,
+        result: &Result<T, super::CallFailure>,
     ) {
         self.stats.record_call(tool, started, result);
         if let Some(cluster) = &self.cluster {

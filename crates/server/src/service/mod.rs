@@ -10,6 +10,7 @@ mod call;
 mod catalog;
 pub mod client;
 pub mod cluster;
+mod completions;
 mod health;
 pub mod keys;
 pub mod lifecycle;
@@ -18,7 +19,9 @@ pub mod rate_limit;
 mod registry;
 mod settings;
 pub mod stats;
+mod subscriptions;
 mod toolset;
+mod uri_template;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
@@ -29,7 +32,8 @@ use contract::PromptInfo;
 use tokio::sync::Notify;
 
 use self::admission::Admission;
-pub use self::call::CallFailure;
+pub use self::call::{CallFailure, CallRequest, CallResult};
+pub use self::catalog::CatalogRequest;
 use self::client::Client;
 use self::cluster::{Cluster, ClusterError};
 use self::health::Checks;
@@ -43,9 +47,7 @@ use self::stats::ToolStats;
 use self::toolset::ToolSet;
 use crate::config::{IDENTIFIER_RULE, ServiceConfig, diff, is_identifier};
 use crate::dependency;
-use crate::provider::mcp::Upstream;
-use crate::provider::mcp::downstream::Downstreams;
-use crate::provider::{self, Provider, ProviderHooks};
+use crate::provider::{self, ClientSessions, Offers, Provider, ProviderHooks};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 use crate::telemetry::Exporter;
@@ -113,9 +115,9 @@ pub struct Service {
     /// Where finished spans go (`monitoring.otlp_endpoint`); `None` when not exported. Read at
     /// start: a change applies at the next restart.
     spans: Option<Exporter>,
-    /// The client MCP sessions, kept across reloads (MCP providers send them what their
-    /// servers send a client).
-    downstreams: Downstreams,
+    /// The client sessions, kept across reloads (providers send them what their upstreams
+    /// send a client).
+    client_sessions: ClientSessions,
 }
 
 impl Service {
@@ -129,13 +131,13 @@ impl Service {
         let tools_changed = Arc::new(Notify::new());
         let name = config.service.name.to_string();
         let version = config.version();
-        let downstreams = Downstreams::default();
+        let client_sessions = ClientSessions::default();
         let checks = Checks::default();
         let hooks = ProviderHooks {
             tools_changed: tools_changed.clone(),
             health_changed: checks.changed.clone(),
             shutdown: providers.clone(),
-            downstreams: downstreams.clone(),
+            sessions: client_sessions.clone(),
         };
         let spans =
             Exporter::from_config(&name, &version, &config.monitoring).map_err(|source| {
@@ -187,7 +189,7 @@ impl Service {
             drain,
             providers,
             spans,
-            downstreams,
+            client_sessions,
             name,
             version,
         }))
@@ -276,7 +278,7 @@ impl Service {
     /// waited for at most [`PROMPTS_FOR_DOCUMENT_WAIT`]: past it the document keeps the
     /// template `POST /prompts/{name}` until the next rebuild, and says so in the log.
     async fn prompts_for_document(&self, providers: &[Arc<dyn Provider>]) -> Arc<Vec<PromptInfo>> {
-        let listed = self.prompts_of(providers.to_vec());
+        let listed = self.prompts_of(providers.to_vec(), None);
         match tokio::time::timeout(PROMPTS_FOR_DOCUMENT_WAIT, listed).await {
             Ok(prompts) => Arc::new(prompts),
             Err(_) => {
@@ -349,7 +351,7 @@ impl Service {
             tools_changed: self.tools_changed.clone(),
             health_changed: self.checks.changed.clone(),
             shutdown: self.providers.clone(),
-            downstreams: self.downstreams.clone(),
+            sessions: self.client_sessions.clone(),
         };
         let providers = build_providers(&config, Some((old, &old_providers)), &hooks)?;
         let fresh: Vec<Arc<dyn Provider>> = providers
@@ -437,32 +439,18 @@ impl Service {
         }
     }
 
-    /// The connected MCP servers behind the service, in provider order.
-    pub fn mcp_peers(&self) -> Vec<rmcp::Peer<rmcp::RoleClient>> {
+    /// What the providers offer besides tools, each as its own [`Offers`].
+    pub fn offers(&self) -> Vec<Offers> {
         self.toolset()
             .providers
             .iter()
-            .filter_map(|p| p.mcp_peer())
+            .map(|p| p.offers())
             .collect()
     }
 
-    /// The `mcp` providers behind the service, in provider order.
-    pub fn mcp_upstreams(&self) -> Vec<Upstream> {
-        self.toolset()
-            .providers
-            .iter()
-            .filter_map(|p| p.mcp_upstream())
-            .collect()
-    }
-
-    /// Whether some provider sends events the MCP sessions get as log messages (gRPC).
-    pub fn has_event_sources(&self) -> bool {
-        self.toolset().providers.iter().any(|p| p.emits_events())
-    }
-
-    /// The client MCP sessions of this service.
-    pub fn downstreams(&self) -> &Downstreams {
-        &self.downstreams
+    /// The client sessions of this service.
+    pub fn client_sessions(&self) -> &ClientSessions {
+        &self.client_sessions
     }
 
     /// Whether a tool declares an output schema (its results are typed).

@@ -330,8 +330,8 @@ mod tests {
             _: &'a str,
             _: JsonObject,
             _: &'a CallContext,
-        ) -> BoxFuture<'a, Result<Value, ToolError>> {
-            futures::future::ready(Ok(Value::Null)).boxed()
+        ) -> BoxFuture<'a, Result<crate::provider::ToolOutput, ToolError>> {
+            futures::future::ready(Ok(crate::provider::ToolOutput::Data(Value::Null))).boxed()
         }
         fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
             futures::future::ready(Vec::new()).boxed()

@@ -198,11 +198,11 @@ impl ToolStats {
     }
 
     /// Records a call as `Service::call_tool` ends it.
-    pub(super) fn record_call(
+    pub(super) fn record_call<T>(
         &self,
         tool: &str,
         started: Instant,
-        result: &Result<serde_json::Value, super::CallFailure>,
+        result: &Result<T, super::CallFailure>,
     ) {
         let outcome = match result {
             Ok(_) => Ok(()),

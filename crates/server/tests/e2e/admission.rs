@@ -18,7 +18,10 @@ fn slow(seconds: u64) -> Value {
 const SLOW_TOOL: &str = "trigger-long-running-operation";
 
 /// Starts a slow call in the background; its answer and how long it took.
-fn call_in_background(gw: &Gateway, seconds: u64) -> tokio::task::JoinHandle<(Answer, Duration)> {
+pub(crate) fn call_in_background(
+    gw: &Gateway,
+    seconds: u64,
+) -> tokio::task::JoinHandle<(Answer, Duration)> {
     let url = gw.url("/call-tool");
     tokio::spawn(async move {
         let started = Instant::now();
@@ -37,7 +40,7 @@ fn call_in_background(gw: &Gateway, seconds: u64) -> tokio::task::JoinHandle<(An
 }
 
 /// Polls /health until `active` calls run and `queued` wait.
-async fn until_calls(gw: &Gateway, active: u64, queued: u64) {
+pub(crate) async fn until_calls(gw: &Gateway, active: u64, queued: u64) {
     eventually(
         Duration::from_secs(10),
         &format!("{active} calls running and {queued} queued"),

@@ -16,7 +16,7 @@ use crate::harness::*;
 
 /// Which example provider: the two behave the same.
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Rust,
     Python,
 }
@@ -50,16 +50,16 @@ impl Kind {
 }
 
 /// One example provider process, killed with the test.
-struct HelloProvider {
+pub(crate) struct HelloProvider {
     kind: Kind,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
     process: Option<Killed>,
 }
 
 impl HelloProvider {
     /// Starts it on a free port (port 0: it picks and says), logging to `log`.
-    fn start(kind: Kind, log: &Path) -> HelloProvider {
+    pub(crate) fn start(kind: Kind, log: &Path) -> HelloProvider {
         let mut provider = HelloProvider {
             kind,
             port: 0,
@@ -122,7 +122,7 @@ impl HelloProvider {
 }
 
 /// A service with one grpc provider `hello` at `port`; `fields` are added to its entry.
-fn config(port: u16, fields: &str) -> String {
+pub(crate) fn config(port: u16, fields: &str) -> String {
     format!(
         "monitoring: {{ metrics_enabled: true }}\nproviders:\n  - {{ name: hello, kind: grpc, address: \"127.0.0.1:{port}\", heartbeat_interval_ms: 200, retry_backoff_ms: 100, metadata: {{ version: \"1.0.0\" }}{fields} }}\n"
     )

@@ -18,6 +18,7 @@ mod hosts;
 mod http_provider;
 mod kept_alive;
 mod lifecycle;
+mod mcp_catalog;
 mod mcp_fidelity;
 mod mcp_json_answers;
 mod mcp_pool;

@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use self::template::QueryTemplate;
-use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
+use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
 use crate::config::{CypherProviderConfig, OutputValidation};
 use crate::dependency::bolt::{BoltDependency, BoltError};
 use crate::telemetry::SpanKind;
@@ -121,7 +121,7 @@ impl Provider for CypherProvider {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
             let Some(tool) = self.tools.iter().find(|t| t.schema.name == tool) else {
                 return Err(ToolError::NotFound(tool.to_owned()));
@@ -173,6 +173,7 @@ impl Provider for CypherProvider {
             let count = rows.len();
             Ok(json!({ tool.result_key.as_str(): rows, "count": count }))
         }
+        .map(|r| r.map(ToolOutput::Data))
         .boxed()
     }
 

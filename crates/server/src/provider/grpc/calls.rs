@@ -218,6 +218,7 @@ impl Inner {
                     content: json!({"type": "text", "text": m.text}),
                 })
                 .collect(),
+            native: None,
         })
     }
 
@@ -261,6 +262,7 @@ fn contents(part: provider_proto::v1::ResourceContents) -> ResourceContents {
         mime_type: (!part.mime_type.is_empty()).then_some(part.mime_type),
         text,
         blob,
+        native: None,
     }
 }
 

@@ -47,6 +47,7 @@ impl Capabilities {
                         args_schema,
                         provider: String::new(),
                         qualified_name: String::new(),
+                        native: None,
                     })
                 }
                 Err(why) => {
@@ -65,6 +66,7 @@ impl Capabilities {
                 mime_type: optional(r.mime_type),
                 provider: String::new(),
                 qualified_name: String::new(),
+                native: None,
             })
             .collect();
         let resource_templates = answer
@@ -78,6 +80,7 @@ impl Capabilities {
                 mime_type: optional(t.mime_type),
                 provider: String::new(),
                 qualified_name: String::new(),
+                native: None,
             })
             .collect();
         Capabilities {

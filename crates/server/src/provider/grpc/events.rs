@@ -22,6 +22,7 @@ use tonic::transport::Channel;
 use super::Inner;
 use super::calls::is_transport;
 use super::connection::status_text;
+use crate::provider::clients::ClientNotice;
 use crate::sync::Unpoisoned;
 
 /// Distinct event types counted by name; past this, further types count as `other` (the
@@ -156,8 +157,8 @@ impl Inner {
         );
         let params = LoggingMessageNotificationParam::new(LoggingLevel::Info, event.event)
             .with_logger(self.name.clone());
-        for downstream in self.downstreams.live() {
-            downstream.forward_log(&params).await;
+        for session in self.sessions.live() {
+            session.notify(ClientNotice::Log(params.clone())).await;
         }
     }
 }

@@ -25,16 +25,16 @@ use contract::{
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use self::capabilities::Capabilities;
 use self::connection::{Link, StateRecord};
 use self::events::EventCounts;
-use super::mcp::downstream::Downstreams;
+use super::clients::{Caller, ClientSessions};
 use super::{
-    CallContext, Connection, JsonObject, Provider, ProviderError, ProviderHooks, ToolError,
+    CallContext, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks, ToolError,
+    ToolOutput,
 };
 use crate::config::{GrpcProviderConfig, OutputValidation, ServiceConfig};
 use crate::shutdown::Shutdown;
@@ -63,7 +63,7 @@ pub(super) struct Inner {
     validate_output: OutputValidation,
     tools_changed: Arc<Notify>,
     health_changed: Arc<Notify>,
-    downstreams: Downstreams,
+    sessions: ClientSessions,
     shutdown: Shutdown,
     /// The live channel, while CONNECTED.
     link: RwLock<Option<Link>>,
@@ -109,7 +109,7 @@ impl GrpcProvider {
             validate_output: config.validate_output,
             tools_changed: hooks.tools_changed,
             health_changed: hooks.health_changed,
-            downstreams: hooks.downstreams,
+            sessions: hooks.sessions,
             shutdown: hooks.shutdown.child(),
             link: RwLock::new(None),
             capabilities: RwLock::new(Capabilities::default()),
@@ -156,18 +156,25 @@ impl Provider for GrpcProvider {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        self.inner.invoke_tool(tool, args, cx).boxed()
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        self.inner
+            .invoke_tool(tool, args, cx)
+            .map(|r| r.map(ToolOutput::Data))
+            .boxed()
     }
 
-    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
+    fn list_resources<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ToolError>> {
         let listed = self.inner.capabilities.read_unpoisoned().resources.clone();
         futures::future::ready(Ok(listed)).boxed()
     }
 
-    fn list_resource_templates(
-        &self,
-    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+    fn list_resource_templates<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceTemplateInfo>, ToolError>> {
         let listed = self
             .inner
             .capabilities
@@ -185,7 +192,10 @@ impl Provider for GrpcProvider {
         self.inner.read_resource(uri, cx).boxed()
     }
 
-    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
+    fn list_prompts<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<PromptInfo>, ToolError>> {
         let listed = self.inner.capabilities.read_unpoisoned().prompts.clone();
         futures::future::ready(Ok(listed)).boxed()
     }
@@ -225,8 +235,17 @@ impl Provider for GrpcProvider {
         self.inner.events.snapshot()
     }
 
-    fn emits_events(&self) -> bool {
-        true
+    /// Its resources and prompts as its `GetCapabilities` listed them; its events reach the
+    /// client sessions as log messages.
+    fn offers(&self) -> Offers {
+        let capabilities = self.inner.capabilities.read_unpoisoned();
+        Offers {
+            resources: !capabilities.resources.is_empty()
+                || !capabilities.resource_templates.is_empty(),
+            prompts: !capabilities.prompts.is_empty(),
+            log_messages: true,
+            ..Offers::default()
+        }
     }
 
     fn missing_tools_reason(&self) -> Option<String> {

@@ -17,7 +17,7 @@ use minijinja::Environment;
 use serde_json::{Value, json};
 
 use self::usage::UsageCounter;
-use super::{CallContext, JsonObject, Provider, ProviderError, ToolError};
+use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
 use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool, OutputValidation};
 use crate::dependency::http::{HttpDependency, without_url};
 use crate::telemetry::SpanKind;
@@ -393,7 +393,7 @@ impl Provider for HttpProvider {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
             if let Some((name, counter)) = &self.usage
                 && name == tool
@@ -411,6 +411,7 @@ impl Provider for HttpProvider {
             };
             self.run(&found, &args, cx).await
         }
+        .map(|r| r.map(ToolOutput::Data))
         .boxed()
     }
 

@@ -6,12 +6,11 @@
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientRequest, RequestMetaObject};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
-use serde_json::Value;
 
 use super::client::{CallerRoutes, ProgressRoutes};
-use super::downstream::{Caller, current_caller};
-use super::{CallContext, Inner, JsonObject, ToolError, result};
-use crate::provider::ProgressSink;
+use super::{CallContext, Inner, JsonObject, ToolError};
+use crate::provider::clients::Caller;
+use crate::provider::{ProgressSink, ToolOutput};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 use crate::telemetry::{SpanKind, TraceContext};
@@ -80,18 +79,18 @@ impl Inner {
         (answer, refused)
     }
 
-    /// The connection a call goes on: the caller's own with `session_per_client`, else the
-    /// shared one.
-    async fn link_for(
+    /// The connection a call or request of `caller` goes on: the caller's own with
+    /// `session_per_client`, else the shared one (with its generation).
+    pub(super) async fn link_for(
         self: &std::sync::Arc<Self>,
         caller: Option<&Caller>,
     ) -> Result<(Link, Option<u64>), ToolError> {
         if let Some(caller) = caller
             && self.session_per_client
-            && caller.downstream.is_session()
+            && caller.is_session()
         {
             let link = self
-                .session_link(&caller.downstream)
+                .session_link(&caller.session)
                 .await
                 .map_err(|why| {
                     ToolError::Unavailable(format!(
@@ -118,22 +117,13 @@ impl Inner {
         ))
     }
 
-    /// Whether the server lists `tool` with an output schema: its structured content is then
-    /// the call's `data` as it is.
-    fn declares_output(&self, tool: &str) -> bool {
-        self.tools
-            .read_unpoisoned()
-            .iter()
-            .any(|t| t.name == tool && t.output_schema.is_some())
-    }
-
     pub(super) async fn call(
         self: &std::sync::Arc<Self>,
         tool: &str,
         args: JsonObject,
         cx: &CallContext,
-    ) -> Result<Value, ToolError> {
-        let caller = current_caller();
+    ) -> Result<ToolOutput, ToolError> {
+        let caller = cx.caller.clone();
         let (link, shared) = self.link_for(caller.as_ref()).await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let mut span = cx
@@ -170,9 +160,6 @@ impl Inner {
             Ok(Ok(_)) => {}
         }
         drop(span);
-        if let (Some(caller), Ok(Ok(CallToolResponse::Complete(result)))) = (&caller, &outcome) {
-            *caller.result.write_unpoisoned() = Some(result.clone());
-        }
         let failed = match &outcome {
             Ok(Ok(CallToolResponse::Complete(result))) => result.is_error == Some(true),
             Ok(_) => true,
@@ -196,9 +183,8 @@ impl Inner {
                     ms: cx.timeout.as_millis() as u64,
                 })
             }
-            Ok(Ok(CallToolResponse::Complete(result))) => {
-                result::call_data(tool, result, self.declares_output(tool))
-            }
+            // `isError` included: the service reads the tool's own error out of it.
+            Ok(Ok(CallToolResponse::Complete(result))) => Ok(ToolOutput::Mcp(Box::new(result))),
             Ok(Ok(_)) => Err(ToolError::CapabilityRequired(format!(
                 "Tool '{tool}' answered with a task or a request for input, which a REST call cannot carry: call it over MCP at /mcp"
             ))),

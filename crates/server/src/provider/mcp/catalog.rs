@@ -1,19 +1,29 @@
-//! Resources and prompts of an MCP server for the REST routes: listed, read and rendered on
-//! the shared connection (the MCP surface passes its sessions' requests through on their own
-//! connections instead, `mcp/handler.rs`). MCP's shapes become the contract's through their
-//! JSON form, as in [`super::result`], so fields added by newer protocol versions do no harm.
+//! Resources, prompts, completions and resource subscriptions of an MCP server, for both
+//! surfaces through the service: on the connection of the caller ([`Inner::link_for`]: a
+//! session's own with `session_per_client`, else the shared one). MCP's shapes become the
+//! contract's through their JSON form, so fields added by newer protocol versions do no harm,
+//! and each item keeps that form (`native`) for the MCP surface to answer unchanged.
+// rmcp marks resources/subscribe legacy (2026-07-28 has subscriptions/listen); the servers
+// behind speak the handshake era, where it is how updates are asked for.
+#![allow(deprecated)]
 
 use contract::{
     PromptArgument, PromptInfo, PromptMessage, PromptResult, ResourceContents, ResourceInfo,
     ResourceTemplateInfo,
 };
-use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ServerCapabilities};
+use std::sync::Arc;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, ReadResourceRequestParams,
+    ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
+};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
 use super::call::trace_meta;
 use super::{CallContext, Inner, JsonObject, ToolError};
+use crate::provider::clients::Caller;
 use crate::telemetry::SpanKind;
 
 /// A string member of a JSON object, if present.
@@ -22,26 +32,25 @@ fn text(json: &Value, key: &str) -> Option<String> {
 }
 
 impl Inner {
-    /// The shared connection when the server offers what `has` asks (`None`: it offers none,
-    /// so the lists are empty), or why there is none.
-    fn peer_offering(
-        &self,
+    /// The connection `caller`'s requests go on ([`Inner::link_for`]) when the server offers
+    /// what `has` asks (`None`: it offers none, so the lists are empty), with the shared
+    /// connection's generation (`None` for a session's own).
+    async fn peer_offering(
+        self: &Arc<Self>,
         has: impl Fn(&ServerCapabilities) -> bool,
-    ) -> Result<Option<(Peer<RoleClient>, u64)>, ToolError> {
-        let Some((peer, generation)) = self.current_connection() else {
-            let why = self.current_status().error.unwrap_or_default();
-            return Err(ToolError::Unavailable(format!(
-                "Dependency unavailable: MCP server '{}' is not connected: {why}",
-                self.name
-            )));
-        };
-        let offers = peer.peer_info().is_some_and(|info| has(&info.capabilities));
-        Ok(offers.then_some((peer, generation)))
+        caller: Option<&Caller>,
+    ) -> Result<Option<(Peer<RoleClient>, Option<u64>)>, ToolError> {
+        let (link, generation) = self.link_for(caller).await?;
+        let offers = link
+            .peer
+            .peer_info()
+            .is_some_and(|info| has(&info.capabilities));
+        Ok(offers.then_some((link.peer, generation)))
     }
 
     /// An upstream failure of `what` as the contract answers it; `not_found` names what was
     /// asked for when the server says it does not know it.
-    fn upstream_failure(&self, what: &str, generation: u64, e: ServiceError) -> ToolError {
+    fn upstream_failure(&self, what: &str, generation: Option<u64>, e: ServiceError) -> ToolError {
         match e {
             ServiceError::McpError(e) => {
                 let message = e.message.to_lowercase();
@@ -57,7 +66,9 @@ impl Inner {
                 }
             }
             e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                self.connection_failed(generation);
+                if let Some(generation) = generation {
+                    self.connection_failed(generation);
+                }
                 ToolError::Unavailable(format!(
                     "Dependency unavailable: MCP server '{}' connection lost: {e}",
                     self.name
@@ -67,8 +78,14 @@ impl Inner {
         }
     }
 
-    pub(super) async fn list_resources(&self) -> Result<Vec<ResourceInfo>, ToolError> {
-        let Some((peer, generation)) = self.peer_offering(|c| c.resources.is_some())? else {
+    pub(super) async fn list_resources(
+        self: &Arc<Self>,
+        caller: Option<&Caller>,
+    ) -> Result<Vec<ResourceInfo>, ToolError> {
+        let Some((peer, generation)) = self
+            .peer_offering(|c| c.resources.is_some(), caller)
+            .await?
+        else {
             return Ok(Vec::new());
         };
         let listed = peer
@@ -87,15 +104,20 @@ impl Inner {
                     mime_type: text(&json, "mimeType"),
                     provider: String::new(),
                     qualified_name: String::new(),
+                    native: Some(json),
                 }
             })
             .collect())
     }
 
     pub(super) async fn list_resource_templates(
-        &self,
+        self: &Arc<Self>,
+        caller: Option<&Caller>,
     ) -> Result<Vec<ResourceTemplateInfo>, ToolError> {
-        let Some((peer, generation)) = self.peer_offering(|c| c.resources.is_some())? else {
+        let Some((peer, generation)) = self
+            .peer_offering(|c| c.resources.is_some(), caller)
+            .await?
+        else {
             return Ok(Vec::new());
         };
         let listed = peer
@@ -114,17 +136,21 @@ impl Inner {
                     mime_type: text(&json, "mimeType"),
                     provider: String::new(),
                     qualified_name: String::new(),
+                    native: Some(json),
                 }
             })
             .collect())
     }
 
     pub(super) async fn read_resource(
-        &self,
+        self: &Arc<Self>,
         uri: &str,
         cx: &CallContext,
     ) -> Result<Vec<ResourceContents>, ToolError> {
-        let Some((peer, generation)) = self.peer_offering(|c| c.resources.is_some())? else {
+        let offering = self
+            .peer_offering(|c| c.resources.is_some(), cx.caller.as_ref())
+            .await?;
+        let Some((peer, generation)) = offering else {
             return Err(ToolError::NotFound(uri.to_owned()));
         };
         let span = cx
@@ -149,12 +175,17 @@ impl Inner {
                 mime_type: text(c, "mimeType"),
                 text: text(c, "text"),
                 blob: text(c, "blob"),
+                native: Some(c.clone()),
             })
             .collect())
     }
 
-    pub(super) async fn list_prompts(&self) -> Result<Vec<PromptInfo>, ToolError> {
-        let Some((peer, generation)) = self.peer_offering(|c| c.prompts.is_some())? else {
+    pub(super) async fn list_prompts(
+        self: &Arc<Self>,
+        caller: Option<&Caller>,
+    ) -> Result<Vec<PromptInfo>, ToolError> {
+        let Some((peer, generation)) = self.peer_offering(|c| c.prompts.is_some(), caller).await?
+        else {
             return Ok(Vec::new());
         };
         let listed = peer
@@ -168,12 +199,15 @@ impl Inner {
     }
 
     pub(super) async fn get_prompt(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         args: JsonObject,
         cx: &CallContext,
     ) -> Result<PromptResult, ToolError> {
-        let Some((peer, generation)) = self.peer_offering(|c| c.prompts.is_some())? else {
+        let offering = self
+            .peer_offering(|c| c.prompts.is_some(), cx.caller.as_ref())
+            .await?;
+        let Some((peer, generation)) = offering else {
             return Err(ToolError::NotFound(name.to_owned()));
         };
         let span = cx
@@ -201,8 +235,81 @@ impl Inner {
                     content: m.get("content").cloned().unwrap_or(Value::Null),
                 })
                 .collect(),
+            native: Some(json),
         })
     }
+
+    /// `completion/complete` of a prompt or resource template this server offers (the service
+    /// chose the provider by the reference).
+    pub(super) async fn complete(
+        self: &Arc<Self>,
+        request: CompleteRequestParams,
+        cx: &CallContext,
+    ) -> Result<CompleteResult, ToolError> {
+        let offering = self
+            .peer_offering(|c| c.completions.is_some(), cx.caller.as_ref())
+            .await?;
+        let Some((peer, generation)) = offering else {
+            return Err(ToolError::NotFound("completion/complete".to_owned()));
+        };
+        tokio::time::timeout(cx.timeout, peer.complete(request))
+            .await
+            .map_err(|_| ToolError::Timeout {
+                tool: "completion/complete".to_owned(),
+                ms: cx.timeout.as_millis() as u64,
+            })?
+            .map_err(|e| self.upstream_failure("completion/complete", generation, e))
+    }
+
+    /// `resources/subscribe` on `caller`'s connection; `false` when the server takes none.
+    pub(super) async fn subscribe(
+        self: &Arc<Self>,
+        uri: &str,
+        caller: &Caller,
+    ) -> Result<bool, ToolError> {
+        let Some((peer, generation)) = self
+            .peer_offering(takes_subscriptions, Some(caller))
+            .await?
+        else {
+            return Ok(false);
+        };
+        peer.subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .map_err(|e| self.upstream_failure("resources/subscribe", generation, e))?;
+        Ok(true)
+    }
+
+    /// `resources/unsubscribe` on `caller`'s connection, whose session has already dropped the
+    /// subscription: a shared connection stays subscribed while another session still is.
+    pub(super) async fn unsubscribe(
+        self: &Arc<Self>,
+        uri: &str,
+        caller: &Caller,
+    ) -> Result<(), ToolError> {
+        let Some((peer, generation)) = self
+            .peer_offering(takes_subscriptions, Some(caller))
+            .await?
+        else {
+            return Ok(());
+        };
+        let shared = generation.is_some();
+        let others = self
+            .sessions
+            .live()
+            .iter()
+            .any(|s| s.id() != caller.session.id() && s.is_subscribed(uri));
+        if shared && others {
+            return Ok(());
+        }
+        peer.unsubscribe(UnsubscribeRequestParams::new(uri))
+            .await
+            .map_err(|e| self.upstream_failure("resources/unsubscribe", generation, e))
+    }
+}
+
+/// Whether a server takes `resources/subscribe`.
+fn takes_subscriptions(capabilities: &ServerCapabilities) -> bool {
+    capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true)
 }
 
 /// An MCP prompt as the contract lists it; its `args_schema` is derived from its argument
@@ -226,6 +333,7 @@ fn prompt_info(json: &Value) -> PromptInfo {
         arguments,
         provider: String::new(),
         qualified_name: String::new(),
+        native: Some(json.clone()),
     }
 }
 

@@ -24,9 +24,10 @@ use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use tokio::sync::Notify;
 
-use super::downstream::{Caller, ClientAnswer, ClientAsk, Downstream, Downstreams, ask_client};
 use crate::provider::ProgressSink;
-use crate::shutdown::Shutdown;
+use crate::provider::clients::{
+    Caller, ClientAnswer, ClientAsk, ClientNotice, ClientSession, ClientSessions,
+};
 use crate::sync::Unpoisoned;
 
 /// Where the progress of each running call goes, by the progress token rmcp gave its request.
@@ -85,10 +86,9 @@ pub struct GatewayClient {
     pub(super) callers: CallerRoutes,
     /// Every client session of the service (log messages and resource updates of a shared
     /// connection go to them).
-    pub(super) downstreams: Downstreams,
+    pub(super) sessions: ClientSessions,
     /// The one session this connection serves (`session_per_client`).
-    pub(super) owner: Option<Weak<Downstream>>,
-    pub(super) tasks: Shutdown,
+    pub(super) owner: Option<Weak<dyn ClientSession>>,
     pub(super) who: Arc<(String, String)>,
 }
 
@@ -106,7 +106,7 @@ impl GatewayClient {
                 .map_or_else(|| Route::NoClient(Some(id.clone())), Route::Client));
         }
         if let Some(owner) = &self.owner {
-            let Some(downstream) = owner.upgrade() else {
+            let Some(session) = owner.upgrade() else {
                 return Err(McpError::internal_error(
                     "the client session this connection served has ended",
                     None,
@@ -118,7 +118,7 @@ impl GatewayClient {
                 .flatten()
                 .next()
                 .and_then(|c| c.request_id.clone());
-            return Ok(Route::Client(Caller::new(downstream, related)));
+            return Ok(Route::Client(Caller::new(session, related)));
         }
         if callers.is_empty() {
             return Ok(Route::NotYet);
@@ -167,7 +167,7 @@ impl GatewayClient {
         };
         // A client that does not offer it is answered for as if the call came over HTTP.
         let offered = caller
-            .downstream
+            .session
             .capabilities()
             .is_some_and(|c| ask.offered_by(&c));
         if !offered {
@@ -177,24 +177,28 @@ impl GatewayClient {
         tracing::debug!(
             service,
             provider,
-            downstream = caller.downstream.id(),
+            downstream = caller.session.id(),
             "forwarding a server request to its client"
         );
-        ask_client(&self.tasks, &caller, ask).await
+        caller.ask(ask).await
     }
 
-    /// The sessions a connection-wide notification is for.
-    fn audience(&self) -> Vec<Arc<Downstream>> {
-        match &self.owner {
+    /// Tells what the server told its client to the sessions it is for: this connection's own,
+    /// or every session of the service for a shared one (each drops what it does not want).
+    async fn tell(&self, notice: ClientNotice) {
+        let audience = match &self.owner {
             Some(owner) => owner.upgrade().into_iter().collect(),
-            None => self.downstreams.live(),
+            None => self.sessions.live(),
+        };
+        for session in audience {
+            session.notify(notice.clone()).await;
         }
     }
 }
 
 /// What the gateway tells servers it can do: on a connection of one session, what that
 /// client can do; on a shared one, everything it forwards to the caller of a call.
-fn capabilities(owner: Option<&Weak<Downstream>>) -> ClientCapabilities {
+fn capabilities(owner: Option<&Weak<dyn ClientSession>>) -> ClientCapabilities {
     let mut capabilities = ClientCapabilities::default();
     match owner {
         Some(owner) => {
@@ -267,9 +271,7 @@ impl ClientHandler for GatewayClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        for downstream in self.audience() {
-            downstream.forward_log(&params).await;
-        }
+        self.tell(ClientNotice::Log(params)).await;
     }
 
     async fn on_resource_updated(
@@ -277,32 +279,18 @@ impl ClientHandler for GatewayClient {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        for downstream in self.audience() {
-            if let Some(peer) = downstream.peer()
-                && downstream.is_subscribed(&params.uri)
-            {
-                let _ = peer.notify_resource_updated(params.clone()).await;
-            }
-        }
+        self.tell(ClientNotice::ResourceUpdated(params)).await;
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for downstream in self.audience() {
-            if let Some(peer) = downstream.peer().filter(|_| downstream.is_session()) {
-                let _ = peer.notify_resource_list_changed().await;
-            }
-        }
+        self.tell(ClientNotice::ResourceListChanged).await;
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // The service's document has an operation per prompt: the rebuild that follows a
         // refetch of the tools lists the prompts again.
         self.refresh.notify_one();
-        for downstream in self.audience() {
-            if let Some(peer) = downstream.peer().filter(|_| downstream.is_session()) {
-                let _ = peer.notify_prompt_list_changed().await;
-            }
-        }
+        self.tell(ClientNotice::PromptListChanged).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -5,19 +5,18 @@
 //! opens one connection per client session for providers with `session_per_client`; [`call`]
 //! runs tools on a live connection and never waits for a reconnect: while the server is down
 //! calls fail at once with EXECUTION_ERROR; [`catalog`] lists, reads and renders its resources
-//! and prompts for the REST routes, the same way. [`client`] is our side of the protocol (progress,
-//! list changes, what the server sends its client), [`downstream`] the client sessions it goes
-//! to, [`result`] maps MCP's shapes onto the contract's, and [`upstream`] reaches the server.
-//! [`Upstream`] is what the MCP surface holds of a provider.
+//! and prompts, completes and subscribes for both surfaces, the same way. [`client`] is our
+//! side of the protocol (progress, list changes, what the server sends its client, passed to
+//! the service's client sessions), [`tool_schema`] lists an MCP tool the contract's way, and
+//! [`upstream`] reaches the server.
 
 mod call;
 mod catalog;
 mod client;
-pub mod downstream;
 mod pool;
-mod result;
 mod sessions;
 mod supervisor;
+mod tool_schema;
 mod upstream;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -30,17 +29,18 @@ use contract::{
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rmcp::model::{CompleteRequestParams, CompleteResult};
 use rmcp::{Peer, RoleClient};
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
 use self::client::{CallerRoutes, ProgressRoutes};
-use self::downstream::{Downstream, Downstreams, current_caller};
 use self::pool::{InFlight, Instance, Pool};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
+use super::clients::{Caller, ClientSessions};
 use super::{
-    CallContext, Connection, JsonObject, Provider, ProviderError, ProviderHooks, ToolError,
+    CallContext, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks, ToolError,
+    ToolOutput,
 };
 use crate::config::{McpProviderConfig, McpTransport, OutputValidation, ServiceConfig};
 use crate::shutdown::Shutdown;
@@ -91,7 +91,7 @@ pub(super) struct Inner {
     /// Running calls that came from an MCP client (on the shared connection).
     callers: CallerRoutes,
     /// The service's client sessions.
-    pub(super) downstreams: Downstreams,
+    pub(super) sessions: ClientSessions,
     /// `session_per_client`, and the connections it opened.
     pub(super) session_per_client: bool,
     session_links: SessionLinks,
@@ -152,7 +152,7 @@ impl McpProvider {
                 failed_generation: std::sync::atomic::AtomicU64::new(0),
                 progress: ProgressRoutes::default(),
                 callers: CallerRoutes::default(),
-                downstreams: hooks.downstreams.clone(),
+                sessions: hooks.sessions.clone(),
                 session_per_client,
                 session_links: SessionLinks::default(),
                 shutdown: children.child(),
@@ -198,11 +198,10 @@ impl Provider for McpProvider {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
-            let caller = current_caller();
-            let child = self.pool.for_caller(caller.as_ref());
-            if !caller.as_ref().is_some_and(|c| c.downstream.is_session()) {
+            let child = self.pool.for_caller(cx.caller.as_ref());
+            if !cx.caller.as_ref().is_some_and(Caller::is_session) {
                 self.pool.grow_if_queueing();
             }
             let _counted = InFlight::enter(&child);
@@ -211,16 +210,20 @@ impl Provider for McpProvider {
         .boxed()
     }
 
-    fn list_resources(&self) -> BoxFuture<'_, Result<Vec<ResourceInfo>, ToolError>> {
-        let child = self.pool.least_loaded();
-        async move { child.list_resources().await }.boxed()
+    fn list_resources<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ToolError>> {
+        let child = self.pool.for_caller(caller);
+        async move { child.list_resources(caller).await }.boxed()
     }
 
-    fn list_resource_templates(
-        &self,
-    ) -> BoxFuture<'_, Result<Vec<ResourceTemplateInfo>, ToolError>> {
-        let child = self.pool.least_loaded();
-        async move { child.list_resource_templates().await }.boxed()
+    fn list_resource_templates<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ResourceTemplateInfo>, ToolError>> {
+        let child = self.pool.for_caller(caller);
+        async move { child.list_resource_templates(caller).await }.boxed()
     }
 
     fn read_resource<'a>(
@@ -228,13 +231,16 @@ impl Provider for McpProvider {
         uri: &'a str,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
-        let child = self.pool.least_loaded();
+        let child = self.pool.for_caller(cx.caller.as_ref());
         async move { child.read_resource(uri, cx).await }.boxed()
     }
 
-    fn list_prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, ToolError>> {
-        let child = self.pool.least_loaded();
-        async move { child.list_prompts().await }.boxed()
+    fn list_prompts<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<PromptInfo>, ToolError>> {
+        let child = self.pool.for_caller(caller);
+        async move { child.list_prompts(caller).await }.boxed()
     }
 
     fn get_prompt<'a>(
@@ -243,8 +249,56 @@ impl Provider for McpProvider {
         args: JsonObject,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
-        let child = self.pool.least_loaded();
+        let child = self.pool.for_caller(cx.caller.as_ref());
         async move { child.get_prompt(name, args, cx).await }.boxed()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: CompleteRequestParams,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<CompleteResult, ToolError>> {
+        let child = self.pool.for_caller(cx.caller.as_ref());
+        async move { child.complete(request, cx).await }.boxed()
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        uri: &'a str,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<bool, ToolError>> {
+        let child = self.pool.for_caller(Some(caller));
+        async move { child.subscribe(uri, caller).await }.boxed()
+    }
+
+    fn unsubscribe<'a>(
+        &'a self,
+        uri: &'a str,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        let child = self.pool.for_caller(Some(caller));
+        async move { child.unsubscribe(uri, caller).await }.boxed()
+    }
+
+    fn offers(&self) -> Offers {
+        let Some(theirs) = self
+            .pool
+            .lister()
+            .current_peer()
+            .and_then(|peer| Some(peer.peer_info()?.capabilities.clone()))
+        else {
+            return Offers::default();
+        };
+        let resources = theirs.resources.as_ref();
+        Offers {
+            resources: resources.is_some(),
+            resource_subscriptions: resources.and_then(|r| r.subscribe) == Some(true),
+            resource_list_changes: resources.and_then(|r| r.list_changed) == Some(true),
+            prompts: theirs.prompts.is_some(),
+            prompt_list_changes: theirs.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
+            completions: theirs.completions.is_some(),
+            log_messages: theirs.logging.is_some(),
+        }
     }
 
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
@@ -284,14 +338,6 @@ impl Provider for McpProvider {
         self.inner().validate_output
     }
 
-    fn mcp_peer(&self) -> Option<Peer<RoleClient>> {
-        self.pool.lister().current_peer()
-    }
-
-    fn mcp_upstream(&self) -> Option<Upstream> {
-        Some(Upstream(self.pool.clone()))
-    }
-
     fn connection(&self) -> Option<Connection> {
         Some(Connection {
             connected: self
@@ -327,48 +373,5 @@ impl Provider for McpProvider {
             }
         }
         .boxed()
-    }
-}
-
-/// What the MCP surface holds of an `mcp` provider: the connection a client session's
-/// requests (resources, prompts, completions, subscriptions) go on, in its pinned child.
-#[derive(Clone)]
-pub struct Upstream(Arc<Pool>);
-
-impl Upstream {
-    pub fn name(&self) -> &str {
-        &self.0.first().name
-    }
-
-    /// The connection of the child whose tools are served, if up.
-    pub fn shared_peer(&self) -> Option<Peer<RoleClient>> {
-        self.0.lister().current_peer()
-    }
-
-    /// What the server said it can do (from a live child's handshake).
-    pub fn capabilities(&self) -> Option<rmcp::model::ServerCapabilities> {
-        Some(self.shared_peer()?.peer_info()?.capabilities.clone())
-    }
-
-    /// The connection `downstream`'s requests go on: its own with `session_per_client` (a
-    /// handshake-era session), else its pinned child's.
-    pub async fn peer_for(&self, downstream: &Arc<Downstream>) -> Option<Peer<RoleClient>> {
-        let child = self.0.pinned(downstream);
-        if child.session_per_client && downstream.is_session() {
-            return match child.session_link(downstream).await {
-                Ok(link) => Some(link.peer),
-                Err(why) => {
-                    tracing::warn!(service = %child.service, provider = %child.name, "this session's own connection failed: {why}");
-                    None
-                }
-            };
-        }
-        child.current_peer()
-    }
-
-    /// Whether `downstream` has a connection of its own here (its subscriptions and log
-    /// levels then travel on it, not on the shared one).
-    pub fn is_per_session(&self, downstream: &Downstream) -> bool {
-        self.0.first().session_per_client && downstream.is_session()
     }
 }

@@ -22,8 +22,8 @@ use contract::{DependencyState, InstanceReport, ToolSchema};
 use tokio::task::JoinHandle;
 
 use super::Inner;
-use super::downstream::{Caller, Downstream};
 use crate::config::Growth;
+use crate::provider::clients::{Caller, ClientSession};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -162,7 +162,7 @@ impl Pool {
     /// least-loaded live one for calls of no session (HTTP, stateless MCP requests).
     pub(super) fn for_caller(&self, caller: Option<&Caller>) -> Arc<Inner> {
         match caller {
-            Some(caller) if caller.downstream.is_session() => self.pinned(&caller.downstream),
+            Some(caller) if caller.is_session() => self.pinned(caller.session.as_ref()),
             _ => self.least_loaded(),
         }
     }
@@ -170,8 +170,8 @@ impl Pool {
     /// The child a client session's state lives in: one of the base children, fixed by the
     /// session's id while that child is live; a session whose child is down goes to a live
     /// one (its state there was lost with the child anyway).
-    pub(super) fn pinned(&self, downstream: &Downstream) -> Arc<Inner> {
-        let index = (downstream.id() as usize) % self.base.len();
+    pub(super) fn pinned(&self, session: &dyn ClientSession) -> Arc<Inner> {
+        let index = (session.id() as usize) % self.base.len();
         let pinned = &self.base[index];
         if (self.base.len() == 1 && self.growth.is_none()) || pinned.current_peer().is_some() {
             pinned.clone()

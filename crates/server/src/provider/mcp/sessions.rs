@@ -11,8 +11,8 @@ use tokio::sync::{Notify, OnceCell};
 use super::Inner;
 use super::call::Link;
 use super::client::GatewayClient;
-use super::downstream::Downstream;
 use super::upstream;
+use crate::provider::clients::ClientSession;
 use crate::sync::Unpoisoned;
 
 /// The open per-session connections, by downstream session.
@@ -20,43 +20,42 @@ use crate::sync::Unpoisoned;
 pub(super) struct SessionLinks(Mutex<HashMap<u64, Arc<OnceCell<Link>>>>);
 
 impl Inner {
-    /// The connection of `downstream`'s own, opened now if it has none.
+    /// The connection of `session`'s own, opened now if it has none.
     pub(super) async fn session_link(
         self: &Arc<Self>,
-        downstream: &Arc<Downstream>,
+        session: &Arc<dyn ClientSession>,
     ) -> Result<Link, String> {
         let cell = self
             .session_links
             .0
             .write_unpoisoned()
-            .entry(downstream.id())
+            .entry(session.id())
             .or_default()
             .clone();
         let opened = cell
-            .get_or_try_init(|| self.open_session_link(downstream))
+            .get_or_try_init(|| self.open_session_link(session))
             .await
             .cloned();
         if opened.is_err() {
             self.session_links
                 .0
                 .write_unpoisoned()
-                .remove(&downstream.id());
+                .remove(&session.id());
         }
         opened
     }
 
     async fn open_session_link(
         self: &Arc<Self>,
-        downstream: &Arc<Downstream>,
+        session: &Arc<dyn ClientSession>,
     ) -> Result<Link, String> {
         let handler = GatewayClient {
             // The tool list is the shared connection's; this one's changes are not followed.
             refresh: Arc::new(Notify::new()),
             progress: Default::default(),
             callers: Default::default(),
-            downstreams: self.downstreams.clone(),
-            owner: Some(Arc::downgrade(downstream)),
-            tasks: self.shutdown.clone(),
+            sessions: self.sessions.clone(),
+            owner: Some(Arc::downgrade(session)),
             who: Arc::new((self.service.clone(), self.name.clone())),
         };
         let link_tables = (handler.progress.clone(), handler.callers.clone());
@@ -77,11 +76,11 @@ impl Inner {
         };
         super::supervisor::hear_every_level(&link.peer).await;
         tracing::info!(
-            service = %self.service, provider = %self.name, downstream = downstream.id(),
+            service = %self.service, provider = %self.name, downstream = session.id(),
             "opened this client session's own connection ({})", self.endpoint.describe()
         );
-        let closed = downstream.closed();
-        let id = downstream.id();
+        let closed = session.closed();
+        let id = session.id();
         let inner = self.clone();
         self.shutdown.spawn(async move {
             let cancel = running.cancellation_token();

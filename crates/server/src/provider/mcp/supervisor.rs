@@ -14,7 +14,7 @@ use rmcp::{Peer, RoleClient};
 
 use super::client::GatewayClient;
 use super::upstream::{self};
-use super::{Inner, result};
+use super::{Inner, tool_schema};
 use crate::sync::Unpoisoned;
 
 /// How long one connection attempt (spawn/connect, initialize, list tools) may take.
@@ -132,9 +132,8 @@ impl Inner {
             refresh: self.refresh.clone(),
             progress: self.progress.clone(),
             callers: self.callers.clone(),
-            downstreams: self.downstreams.clone(),
+            sessions: self.sessions.clone(),
             owner: None,
-            tasks: self.shutdown.clone(),
             who: Arc::new((self.service.clone(), self.name.clone())),
         };
         let serving = upstream::serve(
@@ -157,7 +156,10 @@ impl Inner {
             .map_err(|_| "tools/list did not answer in time".to_owned())?
             .map_err(|e| format!("tools/list failed: {e}"))?;
         hear_every_level(running.peer()).await;
-        Ok((running, tools.iter().map(result::tool_schema).collect()))
+        Ok((
+            running,
+            tools.iter().map(tool_schema::tool_schema).collect(),
+        ))
     }
 
     /// Runs until the connection closes or we are told to stop, refetching tools on request.
@@ -205,7 +207,7 @@ impl Inner {
                 _ = self.refresh.notified() => {
                     match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
                         Ok(Ok(tools)) => {
-                            let tools: Vec<ToolSchema> = tools.iter().map(result::tool_schema).collect();
+                            let tools: Vec<ToolSchema> = tools.iter().map(tool_schema::tool_schema).collect();
                             tracing::info!(service = %self.service, provider = %self.name, tools = tools.len(), "tool list changed upstream");
                             *self.tools.write_unpoisoned() = tools;
                             self.tools_changed.notify_one();

@@ -27,14 +27,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use contract::{DependencyState, DependencyStatus, IndexState, SearchIndexReport, ToolSchema};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
 use self::index::SearchIndex;
 use self::indexer::{Indexer, Work};
 use self::roots::Root;
 use self::status::Status;
-use super::{CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError};
+use super::{
+    CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError, ToolOutput,
+};
 use crate::config::{OutputValidation, RootKind, SearchProviderConfig, ServiceConfig, expand_env};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
@@ -195,7 +196,7 @@ impl Provider for SearchProvider {
         tool: &'a str,
         args: JsonObject,
         cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
             let Some(index) = self.index.get().cloned() else {
                 let why = self
@@ -228,6 +229,7 @@ impl Provider for SearchProvider {
                 }),
             }
         }
+        .map(|r| r.map(ToolOutput::Data))
         .boxed()
     }
 

@@ -1,97 +1,109 @@
-//! Translation between MCP's shapes and the contract's: an MCP `Tool` becomes a
-//! [`ToolSchema`], a `CallToolResult` becomes the call's `data` or a [`ToolError`].
+//! What a provider answers for a tool call, and how the contract reads it: a [`ToolOutput`] is
+//! plain data (Cypher rows, an HTTP API's answer, a gRPC reply, search hits) or an MCP server's
+//! own `CallToolResult`, kept whole so the MCP surface answers exactly what the server sent
+//! (content blocks, annotations, `_meta`). The service reads it once: whether the tool
+//! reported an error ([`ToolOutput::reported_error`]), what output validation checks
+//! ([`ToolOutput::checked_view`]); each surface then renders it once (REST:
+//! [`ToolOutput::into_data`]).
 //!
-//! Both work on the JSON form of the rmcp types so that fields added by newer protocol
-//! versions pass through untouched.
+//! The reading works on the JSON form of the rmcp types so that fields added by newer
+//! protocol versions pass through untouched.
 
-use contract::ToolSchema;
+use std::borrow::Cow;
+
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
-use crate::provider::ToolError;
+use super::ToolError;
 
-/// An MCP tool as the contract lists it.
-pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
-    let json = serde_json::to_value(tool).unwrap_or(Value::Null);
-    let description = json["description"]
-        .as_str()
-        .or_else(|| json["title"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let mut input_schema = json
-        .get("inputSchema")
-        .cloned()
-        .unwrap_or_else(|| json!({"type": "object"}));
-    if input_schema.get("type").is_none() {
-        input_schema["type"] = json!("object");
-    }
-    ToolSchema {
-        qualified_name: None,
-        name: tool.name.to_string(),
-        title: json["title"].as_str().map(str::to_owned),
-        output_schema: json.get("outputSchema").filter(|s| s.is_object()).cloned(),
-        untyped_result: contract::UntypedResult::McpContent,
-        description,
-        input_schema,
-        annotations: json.get("annotations").filter(|a| !a.is_null()).cloned(),
-    }
+/// A tool's answer, as its provider got it.
+#[derive(Debug, Clone)]
+pub enum ToolOutput {
+    /// The call's `data` as it is.
+    Data(Value),
+    /// An MCP server's own result, `isError` included (the service reads the error).
+    Mcp(Box<CallToolResult>),
 }
 
-/// The `data` of a successful call, or the error the tool reported.
-///
-/// `isError` → EXECUTION_ERROR with the tool's text (INVALID_ARGUMENTS when that text is the
-/// server refusing the arguments: [`refuses_arguments`]). Else, for a tool that declares an
-/// output schema (`typed`), its `structuredContent`. Else an object holding the tool's content
-/// blocks under `content` (MCP requires them of every result, so a client can always read
-/// `data.content`) and, beside them, the members of the structured content when that is an
-/// object, or else of the only content block when that is text holding a JSON object, so that
-/// a JSON answer reads as `data.<field>`. An object with its own `content` member is not
-/// spread: it would hide the blocks.
-///
-/// Takes the result by value: its `structuredContent` becomes `data` as it is, and only the
-/// content blocks are serialised, once, so a large result is not copied per call.
-pub fn call_data(
-    tool: &str,
-    result: rmcp::model::CallToolResult,
-    typed: bool,
-) -> Result<Value, ToolError> {
-    let is_error = result.is_error == Some(true);
-    if !is_error
-        && typed
-        && let Some(structured) = result.structured_content
-    {
-        return Ok(structured);
-    }
-    let content = serde_json::to_value(&result.content).unwrap_or_else(|_| json!([]));
-    if is_error {
+impl ToolOutput {
+    /// The error the tool itself reported (MCP `isError`), if it did.
+    ///
+    /// `isError` → EXECUTION_ERROR with the tool's text (INVALID_ARGUMENTS when that text is
+    /// the server refusing the arguments: [`refuses_arguments`]).
+    pub fn reported_error(&self, tool: &str) -> Option<ToolError> {
+        let ToolOutput::Mcp(result) = self else {
+            return None;
+        };
+        if result.is_error != Some(true) {
+            return None;
+        }
+        let content = serde_json::to_value(&result.content).unwrap_or_else(|_| json!([]));
         let text = texts(&content);
         let message = if text.is_empty() {
             format!("Tool '{tool}' reported an error")
         } else {
             text
         };
-        if refuses_arguments(&message) {
-            return Err(ToolError::InvalidArguments(message));
-        }
-        return Err(ToolError::Execution(message));
+        Some(if refuses_arguments(&message) {
+            ToolError::InvalidArguments(message)
+        } else {
+            ToolError::Execution(message)
+        })
     }
-    let spread = match result.structured_content {
-        Some(Value::Object(members)) => Some(members),
-        Some(_) => None,
-        None => match content.as_array().map(Vec::as_slice).unwrap_or_default() {
-            [only] if only["type"] == "text" => {
-                match only["text"].as_str().map(serde_json::from_str) {
-                    Some(Ok(Value::Object(members))) => Some(members),
-                    _ => None,
+
+    /// What the output schema of a tool that declares one (`typed`) is checked against: the
+    /// data as is, an MCP tool's `structuredContent` (borrowed: the result is not copied), or,
+    /// when such a tool sent none, the data REST would answer.
+    pub fn checked_view(&self, typed: bool) -> Cow<'_, Value> {
+        match self {
+            ToolOutput::Data(data) => Cow::Borrowed(data),
+            ToolOutput::Mcp(result) => match &result.structured_content {
+                Some(structured) if typed => Cow::Borrowed(structured),
+                _ => Cow::Owned(self.clone().into_data(typed)),
+            },
+        }
+    }
+
+    /// The call's `data`, as REST answers it.
+    ///
+    /// For a tool that declares an output schema (`typed`), an MCP result's
+    /// `structuredContent`. Else an object holding the tool's content blocks under `content`
+    /// (MCP requires them of every result, so a client can always read `data.content`) and,
+    /// beside them, the members of the structured content when that is an object, or else of
+    /// the only content block when that is text holding a JSON object, so that a JSON answer
+    /// reads as `data.<field>`. An object with its own `content` member is not spread: it
+    /// would hide the blocks.
+    ///
+    /// Takes the output by value: `structuredContent` becomes `data` as it is, and only the
+    /// content blocks are serialised, once, so a large result is not copied per call.
+    pub fn into_data(self, typed: bool) -> Value {
+        let result = match self {
+            ToolOutput::Data(data) => return data,
+            ToolOutput::Mcp(result) => *result,
+        };
+        if typed && let Some(structured) = result.structured_content {
+            return structured;
+        }
+        let content = serde_json::to_value(&result.content).unwrap_or_else(|_| json!([]));
+        let spread = match result.structured_content {
+            Some(Value::Object(members)) => Some(members),
+            Some(_) => None,
+            None => match content.as_array().map(Vec::as_slice).unwrap_or_default() {
+                [only] if only["type"] == "text" => {
+                    match only["text"].as_str().map(serde_json::from_str) {
+                        Some(Ok(Value::Object(members))) => Some(members),
+                        _ => None,
+                    }
                 }
-            }
-            _ => None,
-        },
-    };
-    let mut data = spread
-        .filter(|members| !members.contains_key("content"))
-        .unwrap_or_default();
-    data.insert("content".into(), content);
-    Ok(Value::Object(data))
+                _ => None,
+            },
+        };
+        let mut data = spread
+            .filter(|members| !members.contains_key("content"))
+            .unwrap_or_default();
+        data.insert("content".into(), content);
+        Value::Object(data)
+    }
 }
 
 /// Whether an `isError` result's text is the server refusing the call's arguments. Since
@@ -124,6 +136,39 @@ mod tests {
 
     fn result(v: Value) -> rmcp::model::CallToolResult {
         serde_json::from_value(v).unwrap()
+    }
+
+    /// What the service makes of an MCP result: the error it reports, or its data.
+    fn call_data(
+        tool: &str,
+        result: rmcp::model::CallToolResult,
+        typed: bool,
+    ) -> Result<Value, ToolError> {
+        let output = ToolOutput::Mcp(Box::new(result));
+        match output.reported_error(tool) {
+            Some(error) => Err(error),
+            None => Ok(output.into_data(typed)),
+        }
+    }
+
+    #[test]
+    fn plain_data_is_the_data_and_reports_no_error() {
+        let output = ToolOutput::Data(json!({"rows": []}));
+        assert!(output.reported_error("t").is_none());
+        assert_eq!(*output.checked_view(true), json!({"rows": []}));
+        assert_eq!(output.into_data(false), json!({"rows": []}));
+    }
+
+    /// What output validation reads of a typed MCP tool: its structured content, or, when it
+    /// sent none, the data it would answer (which then fails a schema that wants an object).
+    #[test]
+    fn validation_reads_the_structured_content_of_a_typed_tool() {
+        let typed = ToolOutput::Mcp(Box::new(result(
+            json!({"content": [], "structuredContent": {"b": 2}}),
+        )));
+        assert_eq!(*typed.checked_view(true), json!({"b": 2}));
+        let bare = ToolOutput::Mcp(Box::new(result(json!({"content": []}))));
+        assert_eq!(*bare.checked_view(true), json!({"content": []}));
     }
 
     #[test]
