@@ -11,7 +11,7 @@ use tokio::sync::{Notify, OnceCell};
 use super::Inner;
 use super::call::Link;
 use super::client::GatewayClient;
-use super::upstream;
+use super::upstream::{self, ConnectError};
 use crate::provider::clients::ClientSession;
 use crate::sync::Unpoisoned;
 
@@ -24,7 +24,7 @@ impl Inner {
     pub(super) async fn session_link(
         self: &Arc<Self>,
         session: &Arc<dyn ClientSession>,
-    ) -> Result<Link, String> {
+    ) -> Result<Link, ConnectError> {
         let cell = self
             .session_links
             .0
@@ -48,7 +48,7 @@ impl Inner {
     async fn open_session_link(
         self: &Arc<Self>,
         session: &Arc<dyn ClientSession>,
-    ) -> Result<Link, String> {
+    ) -> Result<Link, ConnectError> {
         let handler = GatewayClient {
             // The tool list is the shared connection's; this one's changes are not followed.
             refresh: Arc::new(Notify::new()),
@@ -67,8 +67,9 @@ impl Inner {
         );
         let running = tokio::time::timeout(super::supervisor::CONNECT_TIMEOUT, serving)
             .await
-            .map_err(|_| "no answer to initialize in time".to_owned())?
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| {
+                ConnectError::InitializeTimeout(super::supervisor::CONNECT_TIMEOUT.as_secs())
+            })??;
         let link = Link {
             peer: running.peer().clone(),
             progress: link_tables.0,

@@ -13,7 +13,7 @@ use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient};
 
 use super::client::GatewayClient;
-use super::upstream::{self};
+use super::upstream::{self, ConnectError};
 use super::{Inner, tool_schema};
 use crate::sync::Unpoisoned;
 
@@ -104,7 +104,8 @@ impl Inner {
                     }
                     ended
                 }
-                Err(why) => Ended::Lost(why),
+                // The failure becomes the dependency's `error` in /health.
+                Err(why) => Ended::Lost(why.to_string()),
             };
             let Ended::Lost(why) = ended else { break };
             tracing::warn!(
@@ -126,8 +127,7 @@ impl Inner {
     /// Connects, initializes and fetches every page of the tool list.
     async fn connect(
         &self,
-    ) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), String> {
-        // Failures are kept as text: they become the dependency's `error` in /health.
+    ) -> Result<(RunningService<RoleClient, GatewayClient>, Vec<ToolSchema>), ConnectError> {
         let handler = GatewayClient {
             refresh: self.refresh.clone(),
             progress: self.progress.clone(),
@@ -144,17 +144,11 @@ impl Inner {
         );
         let running = tokio::time::timeout(CONNECT_TIMEOUT, serving)
             .await
-            .map_err(|_| {
-                format!(
-                    "no answer to initialize within {} s",
-                    CONNECT_TIMEOUT.as_secs()
-                )
-            })?
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| ConnectError::InitializeTimeout(CONNECT_TIMEOUT.as_secs()))??;
         let tools = tokio::time::timeout(CONNECT_TIMEOUT, running.peer().list_all_tools())
             .await
-            .map_err(|_| "tools/list did not answer in time".to_owned())?
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|_| ConnectError::ToolsListTimeout)?
+            .map_err(ConnectError::ToolsList)?;
         hear_every_level(running.peer()).await;
         Ok((
             running,

@@ -56,6 +56,13 @@ pub enum ConnectError {
     Sse(#[from] sse::SseError),
     #[error("cannot build an HTTP client: {0}")]
     Client(reqwest::Error),
+    /// The server did not answer `initialize` within the bound (seconds).
+    #[error("no answer to initialize within {0} s")]
+    InitializeTimeout(u64),
+    #[error("tools/list did not answer in time")]
+    ToolsListTimeout,
+    #[error("tools/list failed: {0}")]
+    ToolsList(rmcp::service::ServiceError),
 }
 
 /// How the server is reached.
