@@ -1,0 +1,87 @@
+//! What is read from the service when scraped (calls in flight and queued, upstream
+//! connections, provider states and events, per-tool statistics, the link to Redis): a state,
+//! not an event, so it is read from the same numbers /health reads rather than recorded.
+
+use std::collections::BTreeMap;
+
+/// An upstream connection as its provider knows it when scraped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamScrape {
+    pub provider: String,
+    pub connected: bool,
+    pub restarts: u64,
+}
+
+/// A provider with a status machine (gRPC), as it is when scraped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderScrape {
+    pub provider: String,
+    pub state: contract::ConnectionState,
+    /// Events received, by type.
+    pub events: Vec<(String, u64)>,
+}
+
+/// What is read from the service when scraped.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    pub calls_in_flight: u64,
+    pub calls_queued: u64,
+    pub upstreams: Vec<UpstreamScrape>,
+    pub providers: Vec<ProviderScrape>,
+    /// Each tool's statistics as GET /health's `data.tools` reports them.
+    pub tools: BTreeMap<String, contract::ToolHealth>,
+    /// The link to Redis (`cluster`), when configured.
+    pub cluster: Option<ClusterScrape>,
+}
+
+/// The link to the Redis that replicas share, as it is when scraped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterScrape {
+    pub up: bool,
+    pub errors: u64,
+    pub dropped_writes: u64,
+}
+
+impl crate::service::Service {
+    /// GET /metrics's body: the recorded series and the state read now.
+    pub fn metrics_text(&self) -> String {
+        let upstreams = self
+            .toolset()
+            .providers
+            .iter()
+            .filter_map(|p| {
+                let connection = p.connection()?;
+                Some(UpstreamScrape {
+                    provider: p.name().to_owned(),
+                    connected: connection.connected,
+                    restarts: connection.restarts,
+                })
+            })
+            .collect();
+        let providers = self
+            .toolset()
+            .providers
+            .iter()
+            .filter_map(|p| {
+                Some(ProviderScrape {
+                    provider: p.name().to_owned(),
+                    state: p.connection_state()?.state,
+                    events: p.events_received(),
+                })
+            })
+            .collect();
+        let scrape = Scrape {
+            calls_in_flight: self.active_calls.load(std::sync::atomic::Ordering::Acquire),
+            calls_queued: self.admission.waiting(),
+            upstreams,
+            providers,
+            tools: self.health().tools,
+            cluster: self.cluster.as_ref().map(|c| ClusterScrape {
+                up: c.up(),
+                errors: c.errors(),
+                dropped_writes: c.dropped_writes(),
+            }),
+        };
+        self.metrics.render(&scrape)
+    }
+}
