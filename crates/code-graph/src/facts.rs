@@ -1,6 +1,6 @@
 //! What a parser finds in one file, before anything is known about the other files: the
 //! definitions (with their place in the file), the calls each one makes, the imports, and the
-//! bases a class names. Names are as written in the source; build.rs resolves them.
+//! bases a class names. Names are as written in the source; build/ resolves them.
 
 /// The kind of a definition, as the code-graph-rag schema labels it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,7 +65,7 @@ pub struct Call {
 /// One import: the module it names, and the names it binds in this file.
 #[derive(Debug, Clone, Default)]
 pub struct Import {
-    /// Language-specific module reference, resolved by build.rs: a Rust path's segments
+    /// Language-specific module reference, resolved by build/: a Rust path's segments
     /// (`crate`, `super`, …), a Python dotted name (leading dots for relative), or an ES module
     /// specifier (`./x`).
     pub module: Vec<String>,

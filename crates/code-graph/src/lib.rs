@@ -7,7 +7,7 @@
 //! lang/         one parser per language (tree-sitter) → FileFacts: definitions, calls,
 //!               imports, bases; no cross-file knowledge
 //! facts.rs      FileFacts, the language-neutral record a parser fills
-//! build.rs      all FileFacts → Graph: qualified names, containment, and the name-based
+//! build/        all FileFacts → Graph: qualified names, containment, and the name-based
 //!               resolution of CALLS, IMPORTS and INHERITS across files
 //! graph.rs      Graph: the nodes and relationships to write
 //! write.rs      Graph → Bolt: the project's old graph deleted, then batched UNWIND creates
