@@ -5,6 +5,7 @@
 //! client), keeps its current tool list, reports the health of what it depends on, and tells
 //! the service when its tool list changes.
 
+pub mod catalog;
 pub mod clients;
 pub mod cypher;
 pub mod grpc;
@@ -17,20 +18,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use contract::{
-    DependencyStatus, ErrorCode, PromptInfo, PromptResult, ProviderHealth, ResourceContents,
-    ResourceInfo, ResourceTemplateInfo, ToolSchema,
-};
+use contract::{DependencyStatus, ErrorCode, ProviderHealth, ToolSchema};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rmcp::model::{CompleteRequestParams, CompleteResult};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
+pub use self::catalog::{Catalog, Offers};
 pub use self::clients::{Caller, ClientSession, ClientSessions};
 pub use self::output::ToolOutput;
 
-use crate::config::{OutputValidation, ProviderConfig, ServiceConfig};
+use crate::config::{ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
 use crate::shutdown::Shutdown;
 use crate::telemetry::TraceContext;
@@ -129,101 +127,13 @@ pub trait Provider: Send + Sync {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// The resources the provider offers now (to `caller`, when a client session asks).
-    /// `provider` and `qualified_name` may be left empty: the service sets them. Default: none.
-    fn list_resources<'a>(
-        &'a self,
-        _caller: Option<&'a Caller>,
-    ) -> BoxFuture<'a, Result<Vec<ResourceInfo>, ToolError>> {
-        futures::future::ready(Ok(Vec::new())).boxed()
-    }
-
-    /// The resource templates the provider offers now (`caller`, `provider`, `qualified_name`
-    /// as for [`Provider::list_resources`]). Default: none.
-    fn list_resource_templates<'a>(
-        &'a self,
-        _caller: Option<&'a Caller>,
-    ) -> BoxFuture<'a, Result<Vec<ResourceTemplateInfo>, ToolError>> {
-        futures::future::ready(Ok(Vec::new())).boxed()
-    }
-
-    /// Reads one resource (a listed URI or one a template matches). An unknown URI is
-    /// [`ToolError::NotFound`] (the service answers it RESOURCE_NOT_FOUND). Must not hang past
-    /// `cx.timeout`. Default: every URI is unknown.
-    fn read_resource<'a>(
-        &'a self,
-        uri: &'a str,
-        _cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
-        futures::future::ready(Err(ToolError::NotFound(uri.to_owned()))).boxed()
-    }
-
-    /// The prompts the provider offers now, each with its `args_schema` (`caller`,
-    /// `provider`, `qualified_name` as for [`Provider::list_resources`]; `name` is the
-    /// provider's own). Default: none.
-    fn list_prompts<'a>(
-        &'a self,
-        _caller: Option<&'a Caller>,
-    ) -> BoxFuture<'a, Result<Vec<PromptInfo>, ToolError>> {
-        futures::future::ready(Ok(Vec::new())).boxed()
-    }
-
-    /// Renders one prompt (`name` is the provider's own) with arguments that already passed
-    /// its `args_schema`. An unknown prompt is [`ToolError::NotFound`] (answered
-    /// PROMPT_NOT_FOUND). Must not hang past `cx.timeout`. Default: every prompt is unknown.
-    fn get_prompt<'a>(
-        &'a self,
-        name: &'a str,
-        _args: JsonObject,
-        _cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<PromptResult, ToolError>> {
-        futures::future::ready(Err(ToolError::NotFound(name.to_owned()))).boxed()
-    }
-
-    /// Completes an argument of one of its prompts or resource templates (MCP
-    /// `completion/complete`; the prompt's name is the provider's own). Must not hang past
-    /// `cx.timeout`. Default: it completes nothing ([`ToolError::NotFound`]).
-    fn complete<'a>(
-        &'a self,
-        _request: CompleteRequestParams,
-        _cx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<CompleteResult, ToolError>> {
-        futures::future::ready(Err(ToolError::NotFound("completion/complete".into()))).boxed()
-    }
-
-    /// Subscribes `caller` to updates of the resource `uri`; `false` when the provider takes
-    /// no subscriptions. Default: it takes none.
-    fn subscribe<'a>(
-        &'a self,
-        _uri: &'a str,
-        _caller: &'a Caller,
-    ) -> BoxFuture<'a, Result<bool, ToolError>> {
-        futures::future::ready(Ok(false)).boxed()
-    }
-
-    /// Ends `caller`'s subscription to `uri` (the session has dropped it already). Default:
-    /// nothing to end.
-    fn unsubscribe<'a>(
-        &'a self,
-        _uri: &'a str,
-        _caller: &'a Caller,
-    ) -> BoxFuture<'a, Result<(), ToolError>> {
-        futures::future::ready(Ok(())).boxed()
-    }
-
-    /// What the provider offers besides tools, as of now (the MCP surface advertises the
-    /// union). Default: nothing.
-    fn offers(&self) -> Offers {
-        Offers::default()
+    /// Its resources, prompts and completions, for a kind that has them (`mcp`, `grpc`).
+    fn catalog(&self) -> Option<&dyn Catalog> {
+        None
     }
 
     /// The health of each dependency behind this provider, checked now.
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>>;
-
-    /// What to do with a result that violates its tool's output schema.
-    fn validate_output(&self) -> OutputValidation {
-        OutputValidation::Strict
-    }
 
     /// The name /health lists this provider's dependency under.
     fn dependency_name(&self) -> &str {
@@ -236,37 +146,10 @@ pub trait Provider: Send + Sync {
         true
     }
 
-    /// The provider's own connection to its upstream, for metrics: `None` for providers whose
-    /// dependency is a shared pool or client (their state is in the dependency checks).
-    fn connection(&self) -> Option<Connection> {
-        None
-    }
-
-    /// The provider's own connection state (state, since, last error) for /health
-    /// `providers` and the state gauge of /metrics; `None` for kinds without a status machine.
-    fn connection_state(&self) -> Option<ProviderHealth> {
-        None
-    }
-
-    /// Events the provider sent, counted by type (gRPC `StreamEvents`); empty for other kinds.
-    fn events_received(&self) -> Vec<(String, u64)> {
-        Vec::new()
-    }
-
-    /// Why this provider's tools may be missing from the list right now (an MCP server that
-    /// is not connected has no known tools); `None` when its list is complete.
-    fn missing_tools_reason(&self) -> Option<String> {
-        None
-    }
-
-    /// Each child of a pool (`mcp` providers with `instances` above 1), for /health.
-    fn instances(&self) -> Vec<contract::InstanceReport> {
-        Vec::new()
-    }
-
-    /// The state of the provider's search index (`search` providers), for /health.
-    fn index_report(&self) -> Option<contract::SearchIndexReport> {
-        None
+    /// The provider's own state as of now, for /health and /metrics (no I/O: what its
+    /// connection, pool or index already knows). Default: nothing of its own.
+    fn report(&self) -> ProviderReport {
+        ProviderReport::default()
     }
 
     /// Stops background work and releases what the provider holds (children included);
@@ -276,22 +159,23 @@ pub trait Provider: Send + Sync {
     }
 }
 
-/// What a provider offers besides tools; the MCP surface advertises what some provider
-/// offers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Offers {
-    pub resources: bool,
-    /// It takes `resources/subscribe` and tells of updates.
-    pub resource_subscriptions: bool,
-    /// It tells when its resource list changes.
-    pub resource_list_changes: bool,
-    pub prompts: bool,
-    /// It tells when its prompt list changes.
-    pub prompt_list_changes: bool,
-    pub completions: bool,
-    /// It sends log messages to the client sessions (an MCP server's, a gRPC provider's
-    /// events).
-    pub log_messages: bool,
+/// A provider's own state, for /health (`providers`, `instances`, `index`) and /metrics.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderReport {
+    /// Its own connection to its upstream: `None` for providers whose dependency is a shared
+    /// pool or client (their state is in the dependency checks).
+    pub connection: Option<Connection>,
+    /// Its connection's state machine (state, since, last error), for kinds that have one.
+    pub state: Option<ProviderHealth>,
+    /// Events it received, counted by type (gRPC `StreamEvents`).
+    pub events: Vec<(String, u64)>,
+    /// Why its tools may be missing from the list right now (an MCP server that is not
+    /// connected has no known tools); `None` when its list is complete.
+    pub missing_tools: Option<String>,
+    /// Each child of a pool (`mcp` providers with `instances` above 1).
+    pub instances: Vec<contract::InstanceReport>,
+    /// The state of its search index (`search` providers).
+    pub index: Option<contract::SearchIndexReport>,
 }
 
 /// A provider's connection to its upstream as of now.
@@ -401,14 +285,39 @@ mod tests {
     #[tokio::test]
     async fn the_defaults_a_provider_kind_gets_without_saying() {
         let bare = Bare;
-        assert_eq!(bare.validate_output(), OutputValidation::Strict);
-        assert_eq!(OutputValidation::default(), OutputValidation::Strict);
+        assert_eq!(
+            crate::config::OutputValidation::default(),
+            crate::config::OutputValidation::Strict
+        );
         assert_eq!(bare.dependency_name(), "bare");
         assert!(bare.needs_dependency("any"));
-        assert!(bare.list_resources(None).await.unwrap().is_empty());
-        assert!(bare.list_resource_templates(None).await.unwrap().is_empty());
-        assert!(bare.list_prompts(None).await.unwrap().is_empty());
-        assert_eq!(bare.offers(), Offers::default());
+        assert!(bare.catalog().is_none());
+        let report = bare.report();
+        assert!(report.connection.is_none() && report.state.is_none());
+        assert!(report.events.is_empty() && report.missing_tools.is_none());
+        assert!(report.instances.is_empty() && report.index.is_none());
+        bare.shutdown().await;
+    }
+
+    /// A catalog that implements nothing: no resources or prompts, every URI and prompt
+    /// unknown, nothing completed, no subscriptions, nothing offered.
+    struct Empty;
+
+    impl Catalog for Empty {}
+
+    #[tokio::test]
+    async fn the_defaults_a_catalog_gets_without_saying() {
+        let empty = Empty;
+        assert!(empty.list_resources(None).await.unwrap().is_empty());
+        assert!(
+            empty
+                .list_resource_templates(None)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(empty.list_prompts(None).await.unwrap().is_empty());
+        assert_eq!(empty.offers(), Offers::default());
         let cx = CallContext {
             request_id: "r".into(),
             trace: TraceContext::detached(),
@@ -417,18 +326,21 @@ mod tests {
             caller: None,
         };
         assert!(matches!(
-            bare.read_resource("file:///x", &cx).await,
+            empty.read_resource("file:///x", &cx).await,
             Err(ToolError::NotFound(uri)) if uri == "file:///x"
         ));
         assert!(matches!(
-            bare.get_prompt("p", JsonObject::new(), &cx).await,
+            empty.get_prompt("p", JsonObject::new(), &cx).await,
             Err(ToolError::NotFound(name)) if name == "p"
         ));
-        assert!(bare.connection().is_none() && bare.connection_state().is_none());
-        assert!(bare.events_received().is_empty());
-        assert!(bare.missing_tools_reason().is_none());
-        assert!(bare.instances().is_empty() && bare.index_report().is_none());
-        bare.shutdown().await;
+        let request: rmcp::model::CompleteRequestParams =
+            serde_json::from_value(serde_json::json!({
+            "ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}}))
+            .unwrap();
+        assert!(matches!(
+            empty.complete(request, &cx).await,
+            Err(ToolError::NotFound(_))
+        ));
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl Service {
             let reasons: Vec<String> = toolset
                 .providers
                 .iter()
-                .filter_map(|p| p.missing_tools_reason())
+                .filter_map(|p| p.report().missing_tools)
                 .collect();
             let message = if reasons.is_empty() {
                 format!("Tool '{tool}' not found")

@@ -29,7 +29,7 @@ use super::Service;
 use super::admission::{CallGates, QueueBounds, RETRY_AFTER_SECONDS, Scope};
 use super::call::CallFailure;
 use super::uri_template::template_matches;
-use crate::provider::{CallContext, Caller, JsonObject, Provider, ToolError};
+use crate::provider::{CallContext, Caller, Catalog, JsonObject, Provider, ToolError};
 use crate::telemetry::TraceContext;
 
 /// Who asks for a read, a render or a completion: the request's id and trace, and the client
@@ -85,7 +85,7 @@ impl Service {
         what: &str,
         caller: Option<&Caller>,
         list: impl for<'p> Fn(
-            &'p dyn Provider,
+            &'p dyn Catalog,
             Option<&'p Caller>,
         ) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
     ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
@@ -100,14 +100,22 @@ impl Service {
         what: &str,
         caller: Option<&Caller>,
         list: impl for<'p> Fn(
-            &'p dyn Provider,
+            &'p dyn Catalog,
             Option<&'p Caller>,
         ) -> BoxFuture<'p, Result<Vec<T>, ToolError>>,
     ) -> Vec<(Arc<dyn Provider>, Vec<T>)> {
+        // Only kinds with a catalog list anything.
+        let providers: Vec<Arc<dyn Provider>> = providers
+            .into_iter()
+            .filter(|p| p.catalog().is_some())
+            .collect();
         let lists = futures::future::join_all(providers.iter().map(|p| {
             let timeout = self.catalog_timeout(p.name());
             let list = &list;
-            async move { tokio::time::timeout(timeout, list(p.as_ref(), caller)).await }
+            async move {
+                let catalog = p.catalog().expect("filtered above");
+                tokio::time::timeout(timeout, list(catalog, caller)).await
+            }
         }))
         .await;
         let mut all = Vec::new();
@@ -260,7 +268,7 @@ impl Service {
         // The provider enforces the timeout itself; this bound guards against one that does not.
         let read = tokio::time::timeout(
             timeout + Duration::from_secs(1),
-            provider.read_resource(uri, &cx),
+            read_on(provider.as_ref(), uri, &cx),
         )
         .await
         .unwrap_or(Err(ToolError::Timeout {
@@ -323,7 +331,7 @@ impl Service {
         let cx = request.context(timeout);
         let got = tokio::time::timeout(
             timeout + Duration::from_secs(1),
-            provider.get_prompt(&prompt.name, arguments, &cx),
+            get_on(provider.as_ref(), &prompt.name, arguments, &cx),
         )
         .await
         .unwrap_or(Err(ToolError::Timeout {
@@ -377,6 +385,31 @@ impl Service {
                 f.retry_after = Some(RETRY_AFTER_SECONDS);
                 f
             })
+    }
+}
+
+/// Reads `uri` on `provider`'s catalog; a provider without one has no resources.
+async fn read_on(
+    provider: &dyn Provider,
+    uri: &str,
+    cx: &CallContext,
+) -> Result<Vec<contract::ResourceContents>, ToolError> {
+    match provider.catalog() {
+        Some(catalog) => catalog.read_resource(uri, cx).await,
+        None => Err(ToolError::NotFound(uri.to_owned())),
+    }
+}
+
+/// Renders the prompt `name` on `provider`'s catalog; a provider without one has no prompts.
+async fn get_on(
+    provider: &dyn Provider,
+    name: &str,
+    arguments: JsonObject,
+    cx: &CallContext,
+) -> Result<contract::PromptResult, ToolError> {
+    match provider.catalog() {
+        Some(catalog) => catalog.get_prompt(name, arguments, cx).await,
+        None => Err(ToolError::NotFound(name.to_owned())),
     }
 }
 

@@ -42,10 +42,12 @@ impl Service {
         let timeout = self.catalog_timeout(provider.name());
         let _admitted = self.admit_catalog(provider.name(), &what).await?;
         let cx = request.context(timeout);
-        let completed = tokio::time::timeout(
-            timeout + std::time::Duration::from_secs(1),
-            provider.complete(params, &cx),
-        )
+        let completed = tokio::time::timeout(timeout + std::time::Duration::from_secs(1), async {
+            match provider.catalog() {
+                Some(catalog) => catalog.complete(params, &cx).await,
+                None => Err(ToolError::NotFound(what.clone())),
+            }
+        })
         .await
         .unwrap_or(Err(ToolError::Timeout {
             tool: what.clone(),

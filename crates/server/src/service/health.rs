@@ -174,9 +174,10 @@ impl Service {
                 let name = entry.name().to_string();
                 let provider = running.iter().find(|p| p.name() == name);
                 let mut report = contract::ProviderReport::new(entry.kind(), true, reason(&name));
-                report.index = provider.and_then(|p| p.index_report());
-                report.instances = provider.map(|p| p.instances()).unwrap_or_default();
-                if let Some(connection) = provider.and_then(|p| p.connection_state()) {
+                let own = provider.map(|p| p.report()).unwrap_or_default();
+                report.index = own.index;
+                report.instances = own.instances;
+                if let Some(connection) = own.state {
                     report = report.with_connection(connection);
                 }
                 (name, report)

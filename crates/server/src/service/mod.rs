@@ -444,7 +444,7 @@ impl Service {
         self.toolset()
             .providers
             .iter()
-            .map(|p| p.offers())
+            .filter_map(|p| p.catalog().map(|c| c.offers()))
             .collect()
     }
 

@@ -125,7 +125,11 @@ impl ToolRegistry {
                     None
                 }
             };
-            let policy = provider.validate_output();
+            let policy = config
+                .provider_entries()
+                .find(|p| p.name().as_str() == provider.name())
+                .map(|p| p.validate_output())
+                .unwrap_or_default();
             let output = match (&schema.output_schema, policy) {
                 (None, _) | (_, OutputValidation::Off) => None,
                 (Some(output), _) => match ArgumentValidator::compile(output) {

@@ -16,7 +16,10 @@ impl Service {
         let mut last = None;
         for provider in self.toolset().providers.clone() {
             let timeout = self.catalog_timeout(provider.name());
-            match tokio::time::timeout(timeout, provider.subscribe(uri, caller)).await {
+            let Some(catalog) = provider.catalog() else {
+                continue;
+            };
+            match tokio::time::timeout(timeout, catalog.subscribe(uri, caller)).await {
                 Ok(Ok(true)) => taken = true,
                 Ok(Ok(false)) => {}
                 Ok(Err(e)) => last = Some(e),
@@ -40,7 +43,10 @@ impl Service {
     pub async fn unsubscribe(&self, uri: &str, caller: &Caller) {
         for provider in self.toolset().providers.clone() {
             let timeout = self.catalog_timeout(provider.name());
-            let outcome = tokio::time::timeout(timeout, provider.unsubscribe(uri, caller)).await;
+            let Some(catalog) = provider.catalog() else {
+                continue;
+            };
+            let outcome = tokio::time::timeout(timeout, catalog.unsubscribe(uri, caller)).await;
             if let Ok(Err(e)) = outcome {
                 tracing::warn!(service = %self.name, provider = provider.name(), "resources/unsubscribe upstream failed: {e}");
             } else if outcome.is_err() {

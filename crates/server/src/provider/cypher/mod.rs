@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use self::template::QueryTemplate;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
-use crate::config::{CypherProviderConfig, OutputValidation};
+use crate::config::CypherProviderConfig;
 use crate::dependency::bolt::{BoltDependency, BoltError};
 use crate::telemetry::SpanKind;
 
@@ -30,7 +30,6 @@ pub struct CypherProvider {
     database: Arc<BoltDependency>,
     tools: Vec<CypherTool>,
     setup_hint: Option<String>,
-    validate_output: OutputValidation,
 }
 
 /// The shape every cypher tool answers, `{<result_key>: [rows], count}`: its output schema
@@ -89,7 +88,6 @@ impl CypherProvider {
             database,
             tools,
             setup_hint: config.setup_hint.clone(),
-            validate_output: config.validate_output,
         })
     }
 
@@ -190,10 +188,6 @@ impl Provider for CypherProvider {
 
     fn dependency_name(&self) -> &str {
         &self.database.name
-    }
-
-    fn validate_output(&self) -> OutputValidation {
-        self.validate_output
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use contract::{
-    DependencyStatus, PromptInfo, PromptResult, ProviderHealth, ResourceContents, ResourceInfo,
+    DependencyStatus, PromptInfo, PromptResult, ResourceContents, ResourceInfo,
     ResourceTemplateInfo, ToolSchema,
 };
 use futures::FutureExt;
@@ -33,10 +33,10 @@ use self::connection::{Link, StateRecord};
 use self::events::EventCounts;
 use super::clients::{Caller, ClientSessions};
 use super::{
-    CallContext, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks, ToolError,
-    ToolOutput,
+    CallContext, Catalog, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks,
+    ProviderReport, ToolError, ToolOutput,
 };
-use crate::config::{GrpcProviderConfig, OutputValidation, ServiceConfig};
+use crate::config::{GrpcProviderConfig, ServiceConfig};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -60,7 +60,6 @@ pub(super) struct Inner {
     first_backoff: Duration,
     metadata: BTreeMap<String, String>,
     setup_hint: Option<String>,
-    validate_output: OutputValidation,
     tools_changed: Arc<Notify>,
     health_changed: Arc<Notify>,
     sessions: ClientSessions,
@@ -106,7 +105,6 @@ impl GrpcProvider {
             first_backoff: Duration::from_millis(config.retry_backoff_ms.max(1)),
             metadata: config.metadata.clone(),
             setup_hint: config.setup_hint.clone(),
-            validate_output: config.validate_output,
             tools_changed: hooks.tools_changed,
             health_changed: hooks.health_changed,
             sessions: hooks.sessions,
@@ -163,6 +161,59 @@ impl Provider for GrpcProvider {
             .boxed()
     }
 
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+        // The heartbeat keeps the record current; a check reads it (no I/O of its own).
+        let status = self.inner.dependency_status();
+        futures::future::ready(vec![(self.inner.name.clone(), status)]).boxed()
+    }
+
+    fn report(&self) -> ProviderReport {
+        let never_listed = self.inner.capabilities.read_unpoisoned().tools.is_empty();
+        let state = self.inner.state.read_unpoisoned();
+        let connected = state.state == contract::ConnectionState::Connected;
+        let missing_tools = (never_listed && !connected).then(|| {
+            format!(
+                "gRPC provider '{}' is {}, so its tools are not listed: {}",
+                self.inner.name,
+                state.state.as_str(),
+                state.last_error.as_deref().unwrap_or("not connected yet")
+            )
+        });
+        let connection = Connection {
+            connected,
+            restarts: state.reconnects,
+        };
+        drop(state);
+        ProviderReport {
+            connection: Some(connection),
+            state: Some(self.inner.provider_health()),
+            events: self.inner.events.snapshot(),
+            missing_tools,
+            ..ProviderReport::default()
+        }
+    }
+
+    fn catalog(&self) -> Option<&dyn Catalog> {
+        Some(self)
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        async move {
+            self.inner.shutdown.cancel();
+            let handle = self.supervisor.write_unpoisoned().take();
+            if let Some(handle) = handle
+                && tokio::time::timeout(Duration::from_secs(5), handle)
+                    .await
+                    .is_err()
+            {
+                tracing::warn!(service = %self.inner.service, provider = %self.inner.name, "gRPC provider supervisor did not stop in time");
+            }
+        }
+        .boxed()
+    }
+}
+
+impl Catalog for GrpcProvider {
     fn list_resources<'a>(
         &'a self,
         _caller: Option<&'a Caller>,
@@ -209,32 +260,6 @@ impl Provider for GrpcProvider {
         self.inner.get_prompt(name, args, cx).boxed()
     }
 
-    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
-        // The heartbeat keeps the record current; a check reads it (no I/O of its own).
-        let status = self.inner.dependency_status();
-        futures::future::ready(vec![(self.inner.name.clone(), status)]).boxed()
-    }
-
-    fn validate_output(&self) -> OutputValidation {
-        self.inner.validate_output
-    }
-
-    fn connection(&self) -> Option<Connection> {
-        let state = self.inner.state.read_unpoisoned();
-        Some(Connection {
-            connected: state.state == contract::ConnectionState::Connected,
-            restarts: state.reconnects,
-        })
-    }
-
-    fn connection_state(&self) -> Option<ProviderHealth> {
-        Some(self.inner.provider_health())
-    }
-
-    fn events_received(&self) -> Vec<(String, u64)> {
-        self.inner.events.snapshot()
-    }
-
     /// Its resources and prompts as its `GetCapabilities` listed them; its events reach the
     /// client sessions as log messages.
     fn offers(&self) -> Offers {
@@ -246,33 +271,5 @@ impl Provider for GrpcProvider {
             log_messages: true,
             ..Offers::default()
         }
-    }
-
-    fn missing_tools_reason(&self) -> Option<String> {
-        let never_listed = self.inner.capabilities.read_unpoisoned().tools.is_empty();
-        let state = self.inner.state.read_unpoisoned();
-        (never_listed && state.state != contract::ConnectionState::Connected).then(|| {
-            format!(
-                "gRPC provider '{}' is {}, so its tools are not listed: {}",
-                self.inner.name,
-                state.state.as_str(),
-                state.last_error.as_deref().unwrap_or("not connected yet")
-            )
-        })
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        async move {
-            self.inner.shutdown.cancel();
-            let handle = self.supervisor.write_unpoisoned().take();
-            if let Some(handle) = handle
-                && tokio::time::timeout(Duration::from_secs(5), handle)
-                    .await
-                    .is_err()
-            {
-                tracing::warn!(service = %self.inner.service, provider = %self.inner.name, "gRPC provider supervisor did not stop in time");
-            }
-        }
-        .boxed()
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
-use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool, OutputValidation};
+use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool};
 use crate::dependency::http::{HttpDependency, without_url};
 use crate::telemetry::SpanKind;
 use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
@@ -433,10 +433,6 @@ impl Provider for HttpProvider {
     fn needs_dependency(&self, tool: &str) -> bool {
         // The usage tool answers from the gateway's own counter.
         self.usage.as_ref().is_none_or(|(name, _)| name != tool)
-    }
-
-    fn validate_output(&self) -> OutputValidation {
-        self.config.validate_output
     }
 }
 

@@ -39,10 +39,10 @@ use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
 use super::clients::{Caller, ClientSessions};
 use super::{
-    CallContext, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks, ToolError,
-    ToolOutput,
+    CallContext, Catalog, Connection, JsonObject, Offers, Provider, ProviderError, ProviderHooks,
+    ProviderReport, ToolError, ToolOutput,
 };
-use crate::config::{McpProviderConfig, McpTransport, OutputValidation, ServiceConfig};
+use crate::config::{McpProviderConfig, McpTransport, ServiceConfig};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -67,8 +67,6 @@ pub(super) struct Inner {
     pub(super) tools_changed: Arc<Notify>,
     /// Told at each change of the connection's state (the service checks it again at once).
     pub(super) health_changed: Arc<Notify>,
-    /// What to do with a result that violates its tool's output schema.
-    pub(super) validate_output: OutputValidation,
     /// How often a connected server is pinged (`monitoring.health_check_interval`).
     pub(super) check_every: Duration,
     /// What to start when the server is unavailable (`setup_hint`).
@@ -119,7 +117,6 @@ impl McpProvider {
         let shutdown = hooks.shutdown.child();
         let children = shutdown.clone();
         let service_name = service.service.name.to_string();
-        let validate_output = config.validate_output;
         let check_every = service.monitoring.health_check_interval;
         let setup_hint = config.setup_hint.clone();
         let session_per_client = config.session_per_client;
@@ -134,7 +131,6 @@ impl McpProvider {
                 endpoint: endpoint.clone(),
                 tools_changed: hooks.tools_changed.clone(),
                 health_changed: hooks.health_changed.clone(),
-                validate_output,
                 check_every,
                 setup_hint: setup_hint.clone(),
                 peer: RwLock::new(None),
@@ -210,6 +206,80 @@ impl Provider for McpProvider {
         .boxed()
     }
 
+    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
+        async move {
+            // Each connected child is pinged now; a failed ping is reported, and its
+            // supervisor finds out on its own at the next call or periodic check. A pool is
+            // connected while one child is: calls go to the live ones (each child's state is
+            // in the provider's `instances` in /health).
+            let checked =
+                futures::future::join_all(self.pool.children().into_iter().map(|i| async move {
+                    let mut status = i.current_status();
+                    if let Some(peer) = i.current_peer()
+                        && let Err(why) = i.ping(&peer).await
+                    {
+                        status.status = DependencyState::Unavailable;
+                        status.error = Some(why.to_string());
+                    }
+                    status
+                }))
+                .await;
+            let status = checked
+                .iter()
+                .find(|s| s.status == DependencyState::Connected)
+                .or_else(|| checked.first())
+                .cloned()
+                .unwrap_or_else(|| self.inner().current_status());
+            vec![(self.inner().name.clone(), status)]
+        }
+        .boxed()
+    }
+
+    fn report(&self) -> ProviderReport {
+        let lister = self.pool.lister();
+        let lister_connected = lister.current_peer().is_some();
+        let never_listed = lister.tools.read_unpoisoned().is_empty();
+        let missing_tools = (!lister_connected && never_listed).then(|| {
+            let why = lister.current_status().error.unwrap_or_default();
+            format!(
+                "MCP server '{}' is not connected, so its tools are not listed: {why}",
+                lister.name
+            )
+        });
+        ProviderReport {
+            connection: Some(Connection {
+                connected: self
+                    .pool
+                    .children()
+                    .iter()
+                    .any(|i| i.current_peer().is_some()),
+                restarts: self.pool.restarts(),
+            }),
+            missing_tools,
+            instances: self.pool.reports(),
+            ..ProviderReport::default()
+        }
+    }
+
+    fn catalog(&self) -> Option<&dyn Catalog> {
+        Some(self)
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        async move {
+            // Each child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL),
+            // all at once; past its bound the process groups are killed when the transports
+            // drop.
+            if !self.pool.stop().await {
+                let inner = self.inner();
+                tracing::warn!(service = %inner.service, provider = %inner.name, "MCP server did not stop in time");
+            }
+        }
+        .boxed()
+    }
+}
+
+impl Catalog for McpProvider {
     fn list_resources<'a>(
         &'a self,
         caller: Option<&'a Caller>,
@@ -299,79 +369,5 @@ impl Provider for McpProvider {
             completions: theirs.completions.is_some(),
             log_messages: theirs.logging.is_some(),
         }
-    }
-
-    fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
-        async move {
-            // Each connected child is pinged now; a failed ping is reported, and its
-            // supervisor finds out on its own at the next call or periodic check. A pool is
-            // connected while one child is: calls go to the live ones (each child's state is
-            // in the provider's `instances` in /health).
-            let checked =
-                futures::future::join_all(self.pool.children().into_iter().map(|i| async move {
-                    let mut status = i.current_status();
-                    if let Some(peer) = i.current_peer()
-                        && let Err(why) = i.ping(&peer).await
-                    {
-                        status.status = DependencyState::Unavailable;
-                        status.error = Some(why.to_string());
-                    }
-                    status
-                }))
-                .await;
-            let status = checked
-                .iter()
-                .find(|s| s.status == DependencyState::Connected)
-                .or_else(|| checked.first())
-                .cloned()
-                .unwrap_or_else(|| self.inner().current_status());
-            vec![(self.inner().name.clone(), status)]
-        }
-        .boxed()
-    }
-
-    fn instances(&self) -> Vec<contract::InstanceReport> {
-        self.pool.reports()
-    }
-
-    fn validate_output(&self) -> OutputValidation {
-        self.inner().validate_output
-    }
-
-    fn connection(&self) -> Option<Connection> {
-        Some(Connection {
-            connected: self
-                .pool
-                .children()
-                .iter()
-                .any(|i| i.current_peer().is_some()),
-            restarts: self.pool.restarts(),
-        })
-    }
-
-    fn missing_tools_reason(&self) -> Option<String> {
-        let lister = self.pool.lister();
-        let connected = lister.current_peer().is_some();
-        let never_listed = lister.tools.read_unpoisoned().is_empty();
-        (!connected && never_listed).then(|| {
-            let why = lister.current_status().error.unwrap_or_default();
-            format!(
-                "MCP server '{}' is not connected, so its tools are not listed: {why}",
-                lister.name
-            )
-        })
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        async move {
-            // Each child gets the MCP stdio shutdown sequence (close stdin, SIGTERM, SIGKILL),
-            // all at once; past its bound the process groups are killed when the transports
-            // drop.
-            if !self.pool.stop().await {
-                let inner = self.inner();
-                tracing::warn!(service = %inner.service, provider = %inner.name, "MCP server did not stop in time");
-            }
-        }
-        .boxed()
     }
 }

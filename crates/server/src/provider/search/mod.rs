@@ -34,9 +34,10 @@ use self::indexer::{Indexer, Work};
 use self::roots::Root;
 use self::status::Status;
 use super::{
-    CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ToolError, ToolOutput,
+    CallContext, JsonObject, Provider, ProviderError, ProviderHooks, ProviderReport, ToolError,
+    ToolOutput,
 };
-use crate::config::{OutputValidation, RootKind, SearchProviderConfig, ServiceConfig, expand_env};
+use crate::config::{RootKind, SearchProviderConfig, ServiceConfig, expand_env};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -49,7 +50,6 @@ pub struct SearchProvider {
     watch: bool,
     tools: Vec<ToolSchema>,
     setup_hint: Option<String>,
-    validate_output: OutputValidation,
     status: Arc<Status>,
     index: Arc<OnceLock<Arc<SearchIndex>>>,
     stop: Arc<AtomicBool>,
@@ -91,7 +91,6 @@ impl SearchProvider {
             max_read_bytes: config.max_read_bytes,
             watch: config.watch,
             setup_hint: config.setup_hint.clone(),
-            validate_output: config.validate_output,
             status: Arc::default(),
             index: Arc::default(),
             stop: Arc::default(),
@@ -237,12 +236,11 @@ impl Provider for SearchProvider {
         futures::future::ready(vec![(self.name.clone(), self.dependency_status())]).boxed()
     }
 
-    fn validate_output(&self) -> OutputValidation {
-        self.validate_output
-    }
-
-    fn index_report(&self) -> Option<SearchIndexReport> {
-        Some(self.status.report())
+    fn report(&self) -> ProviderReport {
+        ProviderReport {
+            index: Some(self.status.report()),
+            ..ProviderReport::default()
+        }
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -45,28 +45,30 @@ pub struct ClusterScrape {
 impl crate::service::Service {
     /// GET /metrics's body: the recorded series and the state read now.
     pub fn metrics_text(&self) -> String {
-        let upstreams = self
+        let reports: Vec<(String, crate::provider::ProviderReport)> = self
             .toolset()
             .providers
             .iter()
-            .filter_map(|p| {
-                let connection = p.connection()?;
+            .map(|p| (p.name().to_owned(), p.report()))
+            .collect();
+        let upstreams = reports
+            .iter()
+            .filter_map(|(provider, report)| {
+                let connection = report.connection?;
                 Some(UpstreamScrape {
-                    provider: p.name().to_owned(),
+                    provider: provider.clone(),
                     connected: connection.connected,
                     restarts: connection.restarts,
                 })
             })
             .collect();
-        let providers = self
-            .toolset()
-            .providers
-            .iter()
-            .filter_map(|p| {
+        let providers = reports
+            .into_iter()
+            .filter_map(|(provider, report)| {
                 Some(ProviderScrape {
-                    provider: p.name().to_owned(),
-                    state: p.connection_state()?.state,
-                    events: p.events_received(),
+                    provider,
+                    state: report.state?.state,
+                    events: report.events,
                 })
             })
             .collect();
