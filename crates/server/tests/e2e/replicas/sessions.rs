@@ -1,0 +1,285 @@
+//! MCP sessions across replicas: a 2025-11-25 session sticks to its owner and gets a clean 404
+//! once the owner is gone, a 2026-07-28 stateless request works on any replica, and a legacy
+//! SSE session's messages reach it through any replica (forwarded to the owner, counted once
+//! in the rate limit).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::until;
+
+use super::{Haproxy, KEY, Redis, backends, cluster_of, redis_command, replicas, served_by, tools};
+use crate::harness::*;
+
+/// A 2026-07-28 request: no session, its protocol version and client in `_meta`.
+fn stateless_echo(client: &reqwest::Client, url: &str, message: &str) -> reqwest::RequestBuilder {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"message": message},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    client
+        .post(url)
+        .header("x-api-key", KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .json(&body)
+}
+
+/// A 2025-11-25 session through `url` (the handshake done): its id and the replica holding it.
+async fn open_session(client: &reqwest::Client, url: &str) -> (String, String) {
+    let init = mcp_post(client, url, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+    .await;
+    assert_eq!(init.status(), 200);
+    let id = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let owner = served_by(&init).unwrap();
+    let _ = init.text().await;
+    let done = mcp_post(
+        client,
+        url,
+        Some(&id),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert!(done.status().is_success(), "{}", done.status());
+    (id, owner)
+}
+
+async fn mcp_post(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::Response {
+    let mut request = client
+        .post(url)
+        .header("x-api-key", KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body);
+    if let Some(s) = session {
+        request = request.header("mcp-session-id", s);
+    }
+    request.send().await.unwrap()
+}
+
+/// The JSON-RPC message of an answer (JSON, or the first one in an SSE stream).
+async fn rpc(answer: reqwest::Response) -> Value {
+    let text = answer.text().await.unwrap();
+    serde_json::from_str(&text).ok().unwrap_or_else(|| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+            .unwrap_or_else(|| panic!("no JSON-RPC message in: {text}"))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_stick_to_their_replica_and_a_dead_owner_means_404_then_a_new_session() {
+    let (redis_bin, haproxy_bin) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    let mut gws = replicas(3, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
+    let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
+    let client = reqwest::Client::new();
+    let mcp = lb.url("/mcp");
+
+    // A 2026-07-28 request needs no session and no stickiness: every replica answers it.
+    let mut stateless = BTreeSet::new();
+    for i in 0..6 {
+        let answer = stateless_echo(&client, &mcp, &format!("s{i}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        stateless.insert(served_by(&answer).unwrap());
+        let message = rpc(answer).await;
+        assert_eq!(
+            message["result"]["content"][0]["text"],
+            format!("Echo: s{i}"),
+            "{message}"
+        );
+    }
+    assert_eq!(stateless.len(), 3, "round robin reached {stateless:?}");
+
+    // A session sticks to its owner across many requests (round robin would send two thirds
+    // of them to replicas that answer 404).
+    let (id, owner) = open_session(&client, &mcp).await;
+    for i in 0..30 {
+        let answer = mcp_post(&client, &mcp, Some(&id), json!({"jsonrpc": "2.0", "id": i + 2,
+            "method": "tools/call", "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}}))
+        .await;
+        assert_eq!(answer.status(), 200, "request {i}");
+        assert_eq!(served_by(&answer).as_deref(), Some(owner.as_str()));
+        assert_eq!(
+            rpc(answer).await["result"]["content"][0]["text"],
+            format!("Echo: m{i}")
+        );
+    }
+    // Redis knows the owner.
+    let record = until(Duration::from_secs(5), || async {
+        let reply = redis_command(
+            redis.port,
+            &format!("GET mcp-http-gateway:shop:session:{id}"),
+        )?;
+        reply
+            .contains(&format!("\"owner\":\"{owner}\""))
+            .then_some(reply)
+    })
+    .await;
+    assert!(record.is_some(), "a session record in redis names {owner}");
+
+    // The owner dies: the session's next request reaches another replica, which answers a
+    // clean 404 naming the owner; a new session works.
+    let index: usize = owner.trim_start_matches('r').parse().unwrap();
+    gws[index].signal(libc::SIGKILL);
+    gws[index].wait_exit(Duration::from_secs(10)).await;
+    let gone = mcp_post(
+        &client,
+        &mcp,
+        Some(&id),
+        json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(gone.status(), 404);
+    assert_ne!(served_by(&gone).as_deref(), Some(owner.as_str()));
+    let message = rpc(gone).await;
+    assert_eq!(message["error"]["code"], -32001, "{message}");
+    assert_eq!(
+        message["error"]["data"]["owner"],
+        owner.as_str(),
+        "{message}"
+    );
+    let (again, new_owner) = open_session(&client, &mcp).await;
+    assert_ne!(new_owner, owner);
+    let answer = mcp_post(
+        &client,
+        &mcp,
+        Some(&again),
+        json!({"jsonrpc": "2.0", "id": 2,
+        "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "again"}}}),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        rpc(answer).await["result"]["content"][0]["text"],
+        "Echo: again"
+    );
+}
+
+/// The next answers (`message` events with an `id`; the server's notifications are skipped) of
+/// a legacy SSE stream, parsed, until `n` have come (10 s at most for each chunk).
+async fn sse_messages(stream: &mut reqwest::Response, n: usize) -> Vec<Value> {
+    let mut text = String::new();
+    let mut messages = Vec::new();
+    while messages.len() < n {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{} of {n} messages came: {messages:?}", messages.len()))
+            .unwrap()
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            if event.starts_with("event: message") {
+                let data = event
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .unwrap();
+                let message: Value = serde_json::from_str(data).unwrap();
+                if message.get("id").is_some() {
+                    messages.push(message);
+                }
+            }
+        }
+    }
+    messages
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_once() {
+    let (redis_bin, haproxy_bin) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    // 21 requests a minute: the test sends 19 through the balancer, so a message counted
+    // again by the replica it is forwarded to (12 of the 18 posts, round robin over 3) would
+    // be refused.
+    let gws = replicas(3, 21, Some(&redis)).await;
+    let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
+    // Each replica has read the forwarding secret (its first Redis round trip) before posts come.
+    for gw in &gws {
+        let seen = until(Duration::from_secs(10), || async {
+            let report = cluster_of(gw).await?;
+            (report["redis"] == "connected").then_some(())
+        })
+        .await;
+        assert!(seen.is_some(), "a replica reached redis");
+    }
+    let client = reqwest::Client::new();
+    let (mut stream, endpoint) = open_sse_at(&lb.url("/sse"), Some(KEY)).await;
+    let owner = served_by(&stream).unwrap();
+    let post = |body: Value| {
+        let request = client
+            .post(lb.url(&endpoint))
+            .header("x-api-key", KEY)
+            .json(&body)
+            .send();
+        async move {
+            let answer = request.await.unwrap();
+            let by = served_by(&answer).unwrap();
+            (answer.status().as_u16(), by, answer.text().await.unwrap())
+        }
+    };
+    let mut served = Vec::new();
+    let (status, by, text) = post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}}))
+    .await;
+    assert_eq!(status, 202, "{text}");
+    served.push(by);
+    let init = sse_messages(&mut stream, 1).await;
+    assert_eq!(init[0]["id"], 0, "{init:?}");
+    assert!(init[0]["result"]["serverInfo"].is_object(), "{init:?}");
+    let (status, by, text) =
+        post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(status, 202, "{text}");
+    served.push(by);
+    for i in 1..=16 {
+        let (status, by, text) = post(json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}}))
+        .await;
+        assert_eq!(status, 202, "message {i} (through {by}): {text}");
+        served.push(by);
+    }
+    let elsewhere = served.iter().filter(|by| **by != owner).count();
+    assert!(
+        elsewhere >= 10,
+        "most posts reached a replica other than the owner {owner}: {served:?}"
+    );
+    let mut answers = sse_messages(&mut stream, 16).await;
+    answers.sort_by_key(|m| m["id"].as_u64());
+    for (i, answer) in (1..=16).zip(&answers) {
+        assert_eq!(answer["id"], i, "{answers:?}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            format!("Echo: m{i}"),
+            "{answer}"
+        );
+    }
+    // The session's record in Redis names its owner.
+    let session = endpoint.rsplit('=').next().unwrap();
+    let record = redis_command(
+        redis.port,
+        &format!("GET mcp-http-gateway:shop:session:{session}"),
+    );
+    assert!(
+        record
+            .as_deref()
+            .is_some_and(|r| r.contains(&format!("\"owner\":\"{owner}\""))),
+        "{record:?}"
+    );
+}
