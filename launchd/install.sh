@@ -404,6 +404,7 @@ if [ -z "$binary" ]; then
     binary="$target_dir/release/mcp-http-gateway"
   fi
 fi
+read -r -a kept <<<"$services"
 if [ -e "$binary" ] || [ "$dry_run" -eq 0 ]; then
   [ -x "$binary" ] || die "$binary is not an executable file"
   version="$("$binary" --version 2>/dev/null)" || die "$binary --version failed: is it mcp-http-gateway?"
@@ -414,8 +415,16 @@ if [ -e "$binary" ] || [ "$dry_run" -eq 0 ]; then
   "$binary" check-config "${checked[@]}" >/dev/null ||
     die "$binary check-config refused the configs above: fix them first"
   say "configs: checked with $binary check-config"
+  # The registry to install: the checkout's, with the services not installed here disabled
+  # (edited by the binary where its parser found each entry, so comments and layout stay). A
+  # service the registry lacks stops here, before anything changed.
+  "$binary" registry keep-only "$repo/config/services.yaml" "${kept[@]}" >"$scratch/services.yaml" ||
+    die "$binary registry keep-only refused $repo/config/services.yaml (see above): each service installed needs an entry there"
 else
   version="(not built yet)"
+  # A dry run before the build: the step is shown, the checkout's registry stands in for it.
+  echo "would run: $(quote "$binary" registry keep-only "$repo/config/services.yaml" "${kept[@]}")"
+  cp "$repo/config/services.yaml" "$scratch/services.yaml"
 fi
 
 make_dir "$prefix/bin"
@@ -436,21 +445,7 @@ for s in $services; do
   if install_conffile "$repo/config/$s.yaml" "$s.yaml"; then mark_changed "$s"; fi
 done
 
-# The registry: the checkout's, with the services not installed here disabled.
-awk -v keep=" $services " '
-  {
-    line = $0
-    if (match(line, /name:[ \t]*"?[A-Za-z0-9._-]+/)) {
-      name = substr(line, RSTART, RLENGTH); sub(/^name:[ \t]*"?/, "", name)
-      if (index(keep, " " name " ") == 0) gsub(/enabled:[ \t]*true/, "enabled: false", line)
-      else listed = listed " " name
-    }
-    print line
-  }
-  END { print listed > "/dev/stderr" }' "$repo/config/services.yaml" >"$scratch/services.yaml" 2>"$scratch/listed"
-for s in $services; do
-  case " $(cat "$scratch/listed") " in *" $s "*) ;; *) die "service '$s' is not in $repo/config/services.yaml" ;; esac
-done
+# The registry, with the services not installed here disabled (made above).
 install_conffile "$scratch/services.yaml" services.yaml \
   "$repo/config/services.yaml (services not installed: enabled: false)" || true
 

@@ -9,8 +9,9 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-  # install.sh treats the binary as opaque but for --version, check-config and (through
-  # render-plists.sh and the installed manager) config get and registry list: a small stand-in
+  # install.sh treats the binary as opaque but for --version, check-config, registry keep-only
+  # and (through render-plists.sh and the installed manager) config get and registry list: a
+  # small stand-in
   # (those by the real binary) spares copying and comparing 150 MB at every install.
   local real
   real="$(gateway_bin)"
@@ -217,6 +218,37 @@ calls() { grep -c -- "$1" "$FAKE_LAUNCHCTL_STATE/calls" || true; }
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$(snapshot)" = "$pristine" ]
+}
+
+@test "the installed registry: services not installed disabled in any style, comments kept; a service it lacks is refused" {
+  # A checkout of its own, whose registry has entries in both YAML styles, one without
+  # `enabled` (true by default), and no entry for hello.
+  local checkout="$BATS_TEST_TMPDIR/checkout" listed
+  mkdir -p "$checkout"
+  cp -R "$REPO/launchd" "$REPO/config" "$checkout/"
+  cat >"$checkout/config/services.yaml" <<'EOF'
+# Kept comment.
+services:
+  - { name: seekr, url: "http://127.0.0.1:8002", enabled: true }  # seekr
+  - name: "docwell"   # block style
+    url: "http://127.0.0.1:8003"
+  - { url: "http://127.0.0.1:8004", name: everything }
+EOF
+  run "$checkout/launchd/install.sh" --target linux --binary "$GATEWAY" --services "seekr hello"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not in the registry: 'hello'"* ]]
+  [ -z "$(ls -A "$HOME")" ]
+  run "$checkout/launchd/install.sh" --target linux --binary "$GATEWAY" --services seekr
+  echo "$output"
+  [ "$status" -eq 0 ]
+  listed="$("$GATEWAY" registry list "$PREFIX/config/services.yaml" | cut -f 1,3 | tr '\t\n' ': ')"
+  [ "$listed" = "seekr:true docwell:false everything:false " ]
+  grep -qx '# Kept comment.' "$PREFIX/config/services.yaml"
+  grep -qx '  - name: "docwell"   # block style' "$PREFIX/config/services.yaml"
+  grep -q 'name: everything, enabled: false }' "$PREFIX/config/services.yaml"
+  run "$checkout/launchd/install.sh" --uninstall --purge
+  [ "$status" -eq 0 ]
 }
 
 @test "--systemd --dry-run: the user unit and the systemctl --user steps" {

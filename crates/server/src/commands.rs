@@ -8,6 +8,10 @@ use crate::config::{self, LogFormat, ServiceConfig};
 use crate::runtime::{ConfigSource, StartPolicy};
 use crate::shutdown::Shutdown;
 
+mod keep_only;
+
+use self::keep_only::KeepOnlyError;
+
 /// `openapi`: the contract's document as YAML (as committed) or JSON.
 pub fn openapi(json: bool) -> ExitCode {
     if json {
@@ -100,6 +104,30 @@ pub fn registry_list(file: &Path) -> ExitCode {
             for entry in registry.services {
                 println!("{}\t{}\t{}", entry.name, entry.url, entry.enabled);
             }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `registry keep-only FILE NAME…`: the registry's text with every service but NAMEs disabled;
+/// exit 1 (printing nothing) if the file is invalid or a NAME is not in it.
+pub fn registry_keep_only(file: &Path, names: &[String]) -> ExitCode {
+    let shown = file.display().to_string();
+    let edited = std::fs::read_to_string(file)
+        .map_err(|source| {
+            KeepOnlyError::from(contract::registry::RegistryError::Read {
+                path: shown.clone(),
+                source,
+            })
+        })
+        .and_then(|text| keep_only::keep_only(&text, &shown, names));
+    match edited {
+        Ok(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {

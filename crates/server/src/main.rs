@@ -38,7 +38,8 @@ enum Command {
     /// Read a service configuration the way `serve` does, for scripts.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Read the registry of services (config/services.yaml), for scripts.
+    /// Read (or, for an installer, rewrite) the registry of services (config/services.yaml),
+    /// for scripts.
     #[command(subcommand)]
     Registry(RegistryCommand),
     /// Print the contract's OpenAPI 3.1 document (the content of openapi/openapi.yaml).
@@ -72,6 +73,22 @@ enum RegistryCommand {
         /// The registry file (config/services.yaml).
         #[arg(value_name = "FILE")]
         file: PathBuf,
+    },
+    /// Print the registry FILE with every service not among NAMEs disabled.
+    ///
+    /// Each service whose name is not among NAMEs gets `enabled: false` (its `enabled` value
+    /// replaced, or the key added where the entry has none); the kept services are left as
+    /// they are, and the file's comments and layout are kept. Exit 1, printing nothing, if the
+    /// file is invalid or a NAME is not in it (each such NAME is named). FILE is not changed:
+    /// redirect the output, e.g.
+    /// `registry keep-only config/services.yaml seekr docwell > installed/services.yaml`.
+    KeepOnly {
+        /// The registry file (config/services.yaml).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The services to keep as they are.
+        #[arg(value_name = "NAME", required = true)]
+        names: Vec<String>,
     },
 }
 
@@ -109,6 +126,9 @@ fn main() -> ExitCode {
         Command::CheckConfig { paths } => commands::check_config(&paths),
         Command::Config(ConfigCommand::Get { file, key }) => commands::config_get(&file, &key),
         Command::Registry(RegistryCommand::List { file }) => commands::registry_list(&file),
+        Command::Registry(RegistryCommand::KeepOnly { file, names }) => {
+            commands::registry_keep_only(&file, &names)
+        }
         Command::Serve(args) => {
             let source = match (args.config, args.config_dir) {
                 (Some(file), _) => ConfigSource::File(file),
