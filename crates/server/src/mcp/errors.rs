@@ -44,15 +44,15 @@ pub const fn mcp_mapping(code: Code) -> (McpAnswer, &'static str) {
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
             "Unknown tool: {tool}",
         ),
-        // resources/read and prompts/get pass through to the MCP servers behind, which answer
-        // these themselves; the rows say what the gateway answers when none has it.
+        // resources/read and prompts/get go through the service's catalog, as over REST
+        // (catalog_error answers them).
         Code::ResourceNotFound => (
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
-            "Resource '{uri}' not found: {why}",
+            "Resource '{uri}' not found",
         ),
         Code::PromptNotFound => (
             McpAnswer::JsonRpc(jsonrpc::INVALID_PARAMS),
-            "Unknown prompt: {name}",
+            "Prompt '{name}' not found",
         ),
         // A tool outside the API key's scope is not in that client's tools/list, so it is
         // answered as a tool the client does not have (the same JSON-RPC code as an unknown
