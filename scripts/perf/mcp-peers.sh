@@ -20,8 +20,10 @@
 # target/perf/mcp-peers.jsonl.
 #
 #   scripts/perf/mcp-peers.sh [--rounds N] [--duration SECONDS] [--no-build] [--only gateway]
+#                             [--before BIN]
 #
-# --only gateway measures the gateway alone (no peers installed or started).
+# --only gateway measures the gateway alone (no peers installed or started). --before BIN
+# measures another build of the gateway too (rows `before`, `before-sse`), in the same rounds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -29,13 +31,15 @@ rounds=3
 duration=5
 build=1
 only=""
+before=""
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --only) only="$2"; shift 2 ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --before) before="$2"; shift 2 ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mcp-peers: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +74,21 @@ url[gateway]="$gw/mcp" pid[gateway]="$gw_pid" tool[gateway]=echo
 url[gateway-sse]="$gw/mcp" pid[gateway-sse]="$gw_pid" tool[gateway-sse]=echo
 capabilities[gateway-sse]='{"roots":{}}'
 rest_gateway="$gw/call-tool"
+mcp_targets=(gateway gateway-sse)
+rest_peers=(gateway)
+# --before BIN: another build of the gateway on its own child, measured as the rows
+# `before`, `before-sse` (MCP) and `before` (REST) in the same rounds.
+if [[ -n "$before" ]]; then
+  [[ -x "$before" ]] || { echo "mcp-peers: no gateway at $before (--before)" >&2; exit 2; }
+  this_build="$gateway" gateway="$before" gb="" gb_pid=""
+  start "$(service before "$everything")" gb
+  gateway="$this_build"
+  url[before]="$gb/mcp" pid[before]="$gb_pid" tool[before]=echo
+  url[before-sse]="$gb/mcp" pid[before-sse]="$gb_pid" tool[before-sse]=echo
+  capabilities[before-sse]='{"roots":{}}'
+  mcp_targets+=(before before-sse)
+  rest_peers+=(before)
+fi
 
 # launch NAME URL TOOL COMMAND...: starts a peer in the background, waits until its port takes
 # connections.
@@ -83,7 +102,6 @@ launch() {
   wait_answer "$address" 60 || { echo "mcp-peers: $name did not start" >&2; cat "$work/$name.log" >&2; exit 1; }
 }
 
-mcp_targets=(gateway gateway-sse)
 if [[ -z "$only" ]]; then
   port="$(free_port)"
   launch supergateway "http://127.0.0.1:$port/mcp" echo \
@@ -189,6 +207,7 @@ for name in "${mcp_targets[@]}"; do
 done
 for c in 1 50; do
   measurements+=("rest gateway $c $rest_gateway {\"tool\":\"echo\",\"arguments\":{\"message\":\"bench\"}}")
+  [[ -z "$before" ]] || measurements+=("rest before $c $gb/call-tool {\"tool\":\"echo\",\"arguments\":{\"message\":\"bench\"}}")
   [[ -n "$only" ]] || measurements+=("rest mcpo $c ${url[mcpo]} {\"message\":\"bench\"}")
 done
 pid[mcpo]="${pid[mcpo]:-}"
@@ -225,7 +244,6 @@ done
 echo
 echo "| REST echo | 1 conn. calls/s | p50 ms | p99 ms | 50 conn. calls/s | p50 ms | p99 ms | proxy CPU µs/call (50) | gateway ÷ it, 1 conn. | gateway ÷ it, 50 conn. |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-rest_peers=(gateway)
 [[ -n "$only" ]] || rest_peers+=(mcpo)
 for name in "${rest_peers[@]}"; do
   printf '| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n' "$name" \
