@@ -21,6 +21,18 @@ use crate::config::{BoltConfig, expand_env};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const DEFAULT_POOL: usize = 16;
 
+/// Why a Bolt URI names no address to connect to.
+#[derive(Debug, thiserror::Error)]
+pub enum BoltAddressError {
+    #[error("{uri}: not a URI ({source})")]
+    NotUri {
+        uri: String,
+        source: url::ParseError,
+    },
+    #[error("{uri}: no host")]
+    NoHost { uri: String },
+}
+
 /// Why a query failed.
 #[derive(Debug)]
 pub enum BoltError {
@@ -119,7 +131,8 @@ impl BoltDependency {
 
     /// One TCP connect to the database's address, within the connect timeout.
     async fn probe(&self) -> Result<(), BoltError> {
-        let (host, port) = bolt_address(&self.uri).map_err(BoltError::Connection)?;
+        let (host, port) =
+            bolt_address(&self.uri).map_err(|e| BoltError::Connection(e.to_string()))?;
         match tokio::time::timeout(
             self.connect_timeout,
             tokio::net::TcpStream::connect((host.as_str(), port)),
@@ -242,13 +255,20 @@ impl BoltDependency {
 
 /// The host and port a Bolt URI names (`bolt://`, `neo4j://` and their `+s`/`+ssc` forms;
 /// the port defaults to Bolt's 7687).
-fn bolt_address(uri: &str) -> Result<(String, u16), String> {
-    let url = url::Url::parse(uri).map_err(|e| format!("{uri}: not a URI ({e})"))?;
+fn bolt_address(uri: &str) -> Result<(String, u16), BoltAddressError> {
+    let url = url::Url::parse(uri).map_err(|source| BoltAddressError::NotUri {
+        uri: uri.to_owned(),
+        source,
+    })?;
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_owned(),
         Some(url::Host::Ipv4(ip)) => ip.to_string(),
         Some(url::Host::Ipv6(ip)) => ip.to_string(),
-        None => return Err(format!("{uri}: no host")),
+        None => {
+            return Err(BoltAddressError::NoHost {
+                uri: uri.to_owned(),
+            });
+        }
     };
     Ok((host, url.port().unwrap_or(7687)))
 }
@@ -285,7 +305,14 @@ mod tests {
             ("db.example".into(), 7690)
         );
         assert_eq!(bolt_address("bolt://[::1]").unwrap(), ("::1".into(), 7687));
-        assert!(bolt_address("not a uri").is_err());
+        assert_eq!(
+            bolt_address("not a uri").unwrap_err().to_string(),
+            "not a uri: not a URI (relative URL without a base)"
+        );
+        assert_eq!(
+            bolt_address("bolt:x").unwrap_err().to_string(),
+            "bolt:x: no host"
+        );
     }
 
     /// A refused port is a verdict (unavailable, with the system's reason), not a check that

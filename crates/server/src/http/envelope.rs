@@ -20,7 +20,7 @@ use contract::{Envelope, ErrorCode, REQUEST_ID_HEADER};
 
 use super::around::Around;
 use super::reply::{Data, Reply};
-use super::request_id::RequestId;
+use super::request_id::{RequestId, RequestIdError};
 use super::spliced::Spliced;
 use crate::clock::timestamp;
 use crate::service::client::Client;
@@ -58,7 +58,7 @@ impl Around for EnvelopeLayer {
         }
         let from_header = request.headers().get(REQUEST_ID_HEADER).map(|v| {
             v.to_str()
-                .map_err(|_| "request_id must be a UUID v4".to_owned())
+                .map_err(|_| RequestIdError::NotText)
                 .and_then(RequestId::parse)
         });
         let request_id = match from_header {

@@ -38,7 +38,7 @@ pub async fn call_tool(
             tracing::Span::current().record("request_id", id.as_str());
             Some(id)
         }
-        Some(Err(message)) => return Reply::error(ErrorCode::InvalidRequest, message),
+        Some(Err(why)) => return Reply::error(ErrorCode::InvalidRequest, why.to_string()),
     };
     let request_id = body_id.clone().unwrap_or(header_id);
     let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);

@@ -2,6 +2,19 @@
 
 use std::fmt;
 
+/// Why a client's request id is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestIdError {
+    /// The X-Request-Id header is not visible ASCII.
+    #[error("request_id must be a UUID v4")]
+    NotText,
+    /// Not a hyphenated UUID v4 (`shown`: its first 64 characters).
+    #[error(
+        "request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got '{shown}'"
+    )]
+    NotUuidV4 { shown: String },
+}
+
 /// A validated request id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(String);
@@ -12,14 +25,13 @@ impl RequestId {
     }
 
     /// Accepts only a hyphenated UUID of version 4 (RFC 9562 variant), as the client wrote it.
-    pub fn parse(value: &str) -> Result<Self, String> {
+    pub fn parse(value: &str) -> Result<Self, RequestIdError> {
         if contract::envelope::is_uuid_v4(value) {
             Ok(RequestId(value.to_owned()))
         } else {
-            let shown: String = value.chars().take(64).collect();
-            Err(format!(
-                "request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got '{shown}'"
-            ))
+            Err(RequestIdError::NotUuidV4 {
+                shown: value.chars().take(64).collect(),
+            })
         }
     }
 
@@ -52,5 +64,16 @@ mod tests {
         ] {
             assert!(RequestId::parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            RequestId::parse("abc").unwrap_err().to_string(),
+            "request_id must be a UUID v4 (e.g. 3f2b8c1e-7a4d-4e2b-9c1a-5d6e7f8a9b0c), got 'abc'"
+        );
+        let long = "x".repeat(100);
+        assert_eq!(
+            RequestId::parse(&long).unwrap_err(),
+            RequestIdError::NotUuidV4 {
+                shown: "x".repeat(64)
+            }
+        );
     }
 }

@@ -12,6 +12,8 @@ use contract::{PromptArgument, PromptInfo, ResourceInfo, ResourceTemplateInfo, T
 use provider_proto::v1::ListCapabilitiesResponse;
 use serde_json::{Value, json};
 
+use super::error::GrpcError;
+
 /// Everything one `ListCapabilities` answered.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Capabilities {
@@ -94,12 +96,12 @@ impl Capabilities {
 
 /// A listed tool as the contract's [`ToolSchema`] (its name as the provider gives it; the
 /// service decides the served name).
-fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, String> {
+fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, GrpcError> {
     if tool.name.is_empty() {
-        return Err("it has no name".into());
+        return Err(GrpcError::NoName);
     }
     let input_schema = object_schema(&tool.input_schema_json, "input_schema_json")?
-        .ok_or("input_schema_json is empty (it is required)")?;
+        .ok_or(GrpcError::NoInputSchema)?;
     let output_schema = object_schema(&tool.output_schema_json, "output_schema_json")?;
     Ok(ToolSchema {
         name: tool.name.clone(),
@@ -141,14 +143,14 @@ fn arguments_of(schema: &Value) -> Vec<PromptArgument> {
 }
 
 /// An optional JSON Schema given as text: empty is absent; otherwise a JSON object.
-fn object_schema(text: &str, field: &str) -> Result<Option<Value>, String> {
+fn object_schema(text: &str, field: &'static str) -> Result<Option<Value>, GrpcError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
     match serde_json::from_str::<Value>(text) {
         Ok(schema @ Value::Object(_)) => Ok(Some(schema)),
-        Ok(_) => Err(format!("{field} is not a JSON object")),
-        Err(e) => Err(format!("{field} is not JSON: {e}")),
+        Ok(_) => Err(GrpcError::SchemaNotObject { field }),
+        Err(source) => Err(GrpcError::SchemaNotJson { field, source }),
     }
 }
 
@@ -166,6 +168,25 @@ mod tests {
             input_schema_json: input.into(),
             output_schema_json: output.into(),
         }
+    }
+
+    #[test]
+    fn the_reasons_a_tool_is_left_out_read_as_before() {
+        let why = |t: Tool| tool_schema(&t).unwrap_err().to_string();
+        assert_eq!(why(tool("", "{}", "")), "it has no name");
+        assert_eq!(
+            why(tool("t", "", "")),
+            "input_schema_json is empty (it is required)"
+        );
+        assert_eq!(
+            why(tool("t", "{}", "[1]")),
+            "output_schema_json is not a JSON object"
+        );
+        assert!(
+            why(tool("t", "{not json", "")).starts_with("input_schema_json is not JSON: key must"),
+            "{}",
+            why(tool("t", "{not json", ""))
+        );
     }
 
     #[test]

@@ -37,6 +37,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use super::Inner;
 use super::capabilities::Capabilities;
+use super::error::GrpcError;
 use crate::config::GrpcProviderConfig;
 use crate::config::expand_env;
 use crate::sync::Unpoisoned;
@@ -103,15 +104,18 @@ pub(super) fn backoff(first: Duration, attempt: u32) -> Duration {
 pub(super) fn endpoint(
     base_dir: &Path,
     config: &GrpcProviderConfig,
-) -> Result<(String, Endpoint), String> {
-    let address = expand_env(&config.address).map_err(|e| e.to_string())?;
+) -> Result<(String, Endpoint), GrpcError> {
+    let address = expand_env(&config.address)?;
     let scheme = if config.tls.is_some() {
         "https"
     } else {
         "http"
     };
     let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
-        .map_err(|e| format!("address '{address}' is not host:port: {e}"))?
+        .map_err(|source| GrpcError::NotHostPort {
+            address: address.clone(),
+            source,
+        })?
         .connect_timeout(DIAL_TIMEOUT)
         .tcp_nodelay(true);
     if let Some(tls) = &config.tls {
@@ -125,15 +129,15 @@ pub(super) fn endpoint(
         settings = match &tls.ca_file {
             Some(file) => {
                 let path = base_dir.join(file);
-                let pem = std::fs::read(&path)
-                    .map_err(|e| format!("tls.ca_file '{}': {e}", path.display()))?;
+                let pem = std::fs::read(&path).map_err(|source| GrpcError::CaFile {
+                    path: path.display().to_string(),
+                    source,
+                })?;
                 settings.ca_certificate(Certificate::from_pem(pem))
             }
             None => settings.with_native_roots(),
         };
-        endpoint = endpoint
-            .tls_config(settings)
-            .map_err(|e| format!("tls: {e}"))?;
+        endpoint = endpoint.tls_config(settings).map_err(GrpcError::Tls)?;
     }
     Ok((address, endpoint))
 }
@@ -178,7 +182,7 @@ impl Inner {
                     };
                     self.lose(generation, why);
                 }
-                Err(why) => self.attempt_failed(why),
+                Err(why) => self.attempt_failed(why.to_string()),
             }
             self.first_attempt_done.send_replace(true);
             let mut state = self.state.read_unpoisoned().state;
@@ -222,13 +226,16 @@ impl Inner {
     }
 
     /// Dial, `ListCapabilities`, one heartbeat.
-    async fn connect(&self) -> Result<(Channel, Capabilities, Duration), String> {
+    async fn connect(&self) -> Result<(Channel, Capabilities, Duration), GrpcError> {
         let started = Instant::now();
         let channel = self
             .endpoint
             .connect()
             .await
-            .map_err(|e| format!("cannot connect to {}: {}", self.address, error_chain(&e)))?;
+            .map_err(|source| GrpcError::Connect {
+                address: self.address.clone(),
+                source,
+            })?;
         let mut request = tonic::Request::new(ListCapabilitiesRequest {});
         request.set_timeout(CHECK_TIMEOUT);
         let listed = tokio::time::timeout(
@@ -236,13 +243,10 @@ impl Inner {
             ProviderClient::new(channel.clone()).list_capabilities(request),
         )
         .await
-        .map_err(|_| {
-            format!(
-                "ListCapabilities not answered within {} s",
-                CHECK_TIMEOUT.as_secs()
-            )
+        .map_err(|_| GrpcError::ListCapabilitiesTimeout {
+            secs: CHECK_TIMEOUT.as_secs(),
         })?
-        .map_err(|s| format!("ListCapabilities failed: {}", status_text(&s)))?;
+        .map_err(|s| GrpcError::ListCapabilities(Box::new(s)))?;
         let capabilities = Capabilities::read(listed.into_inner(), &self.service, &self.name);
         self.heartbeat(&channel).await?;
         Ok((channel, capabilities, started.elapsed()))
@@ -262,7 +266,7 @@ impl Inner {
             tokio::select! {
                 _ = beats.tick() => {
                     if let Err(why) = self.heartbeat(&channel).await {
-                        break Some(why);
+                        break Some(why.to_string());
                     }
                 }
                 _ = self.lost.notified() => {
@@ -279,7 +283,7 @@ impl Inner {
     }
 
     /// One `grpc.health.v1` Check; NOT_SERVING (or anything but SERVING) is a failure.
-    async fn heartbeat(&self, channel: &Channel) -> Result<(), String> {
+    async fn heartbeat(&self, channel: &Channel) -> Result<(), GrpcError> {
         let started = Instant::now();
         let mut request = tonic::Request::new(HealthCheckRequest {
             service: HEALTH_SERVICE.into(),
@@ -289,13 +293,15 @@ impl Inner {
         let answer =
             tokio::time::timeout(budget, HealthClient::new(channel.clone()).check(request))
                 .await
-                .map_err(|_| format!("heartbeat not answered within {} ms", budget.as_millis()))?
-                .map_err(|s| format!("heartbeat failed: {}", status_text(&s)))?;
+                .map_err(|_| GrpcError::HeartbeatTimeout {
+                    ms: budget.as_millis(),
+                })?
+                .map_err(|s| GrpcError::Heartbeat(Box::new(s)))?;
         let status = answer.into_inner().status;
         if status != ServingStatus::Serving as i32 {
             let name = ServingStatus::try_from(status)
                 .map_or_else(|_| status.to_string(), |s| s.as_str_name().to_owned());
-            return Err(format!("heartbeat: the provider says {name}"));
+            return Err(GrpcError::NotServing(name));
         }
         let mut record = self.state.write_unpoisoned();
         record.heartbeat_ms = Some(started.elapsed().as_millis() as u64);
@@ -528,8 +534,17 @@ mod tests {
             dir.path(),
             &entry("{name: p, address: \"localhost:50051\", tls: {ca_file: nope.pem}}"),
         )
-        .unwrap_err();
-        assert!(why.contains("nope.pem"), "{why}");
+        .unwrap_err()
+        .to_string();
+        let path = dir.path().join("nope.pem");
+        assert!(
+            why.starts_with(&format!("tls.ca_file '{}': ", path.display())),
+            "{why}"
+        );
+        let why = endpoint(dir.path(), &entry("{name: p, address: \"a b\"}"))
+            .unwrap_err()
+            .to_string();
+        assert!(why.starts_with("address 'a b' is not host:port: "), "{why}");
     }
 
     #[test]

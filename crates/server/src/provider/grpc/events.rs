@@ -22,6 +22,7 @@ use tonic::transport::Channel;
 use super::Inner;
 use super::calls::is_transport;
 use super::connection::status_text;
+use super::error::GrpcError;
 use crate::provider::clients::ClientNotice;
 use crate::sync::Unpoisoned;
 
@@ -64,19 +65,19 @@ pub(super) struct CloudEvent {
 
 /// Checks one event in the JSON event format: a JSON object with `specversion` "1.0" and
 /// non-empty string `id`, `source` and `type`.
-pub(super) fn check(text: &str) -> Result<CloudEvent, String> {
-    let event: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub(super) fn check(text: &str) -> Result<CloudEvent, GrpcError> {
+    let event: Value = serde_json::from_str(text).map_err(GrpcError::EventNotJson)?;
     let Value::Object(attributes) = &event else {
-        return Err("not a JSON object".into());
+        return Err(GrpcError::EventNotObject);
     };
-    let text_attribute = |name: &str| match attributes.get(name) {
+    let text_attribute = |name: &'static str| match attributes.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(_) => Err(format!("`{name}` is not a non-empty string")),
-        None => Err(format!("`{name}` is missing")),
+        Some(_) => Err(GrpcError::AttributeNotText(name)),
+        None => Err(GrpcError::AttributeMissing(name)),
     };
     let version = text_attribute("specversion")?;
     if version != "1.0" {
-        return Err(format!("specversion is '{version}', not '1.0'"));
+        return Err(GrpcError::SpecVersion(version));
     }
     Ok(CloudEvent {
         id: text_attribute("id")?,
@@ -193,9 +194,28 @@ mod tests {
             ("[1]", "object"),
             ("{", "JSON"),
         ] {
-            let why = check(bad).unwrap_err();
+            let why = check(bad).unwrap_err().to_string();
             assert!(why.contains(says), "{bad}: {why}");
         }
+    }
+
+    #[test]
+    fn the_reasons_read_as_before() {
+        let why = |text: &str| check(text).unwrap_err().to_string();
+        assert_eq!(
+            why(r#"{"specversion":"0.3","id":"1","source":"s","type":"t"}"#),
+            "specversion is '0.3', not '1.0'"
+        );
+        assert_eq!(
+            why(r#"{"specversion":"1.0","source":"s","type":"t"}"#),
+            "`id` is missing"
+        );
+        assert_eq!(
+            why(r#"{"specversion":"1.0","id":7,"source":"s","type":"t"}"#),
+            "`id` is not a non-empty string"
+        );
+        assert_eq!(why("[1]"), "not a JSON object");
+        assert!(why("{").starts_with("not JSON: EOF"), "{}", why("{"));
     }
 
     #[test]

@@ -7,11 +7,14 @@
 //! keeps them in memory; [`calls`] runs `InvokeTool` (deadline, correlation id, traceparent)
 //! and holds the one table from gRPC status codes to [`ToolError`]; [`events`] follows
 //! `StreamEvents` (CloudEvents 1.0): checked, logged, counted, forwarded to MCP sessions.
+//! [`error`] is what goes wrong before a call (address, connect, heartbeat, a listed schema,
+//! an event); a call's failures are [`ToolError`]s.
 //! Nothing here waits for a reconnect: while not CONNECTED calls fail at once.
 
 mod calls;
 mod capabilities;
 mod connection;
+mod error;
 mod events;
 
 use std::collections::BTreeMap;
@@ -93,7 +96,8 @@ impl GrpcProvider {
             provider: name.clone(),
             message,
         };
-        let (address, endpoint) = connection::endpoint(&service.base_dir, config).map_err(error)?;
+        let (address, endpoint) =
+            connection::endpoint(&service.base_dir, config).map_err(|e| error(e.to_string()))?;
         let inner = Inner {
             name: name.clone(),
             service: service.service.name.to_string(),

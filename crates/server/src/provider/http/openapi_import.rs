@@ -14,7 +14,33 @@ use crate::dependency::http::{HttpDependency, without_url};
 
 const IMPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+/// The operations imported: each method as the document's key names it.
+const METHODS: [(&str, reqwest::Method); 5] = [
+    ("get", reqwest::Method::GET),
+    ("post", reqwest::Method::POST),
+    ("put", reqwest::Method::PUT),
+    ("patch", reqwest::Method::PATCH),
+    ("delete", reqwest::Method::DELETE),
+];
+
+/// Why an OpenAPI document gives no tools.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenApiImportError {
+    /// Fetching the document failed (reqwest's message without the URL, which may carry a key).
+    #[error("{}", without_url(.0))]
+    Fetch(#[source] reqwest::Error),
+    #[error("GET answered {0}")]
+    Status(reqwest::StatusCode),
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("not an OpenAPI document: {0}")]
+    NotYaml(#[source] serde_saphyr::Error),
+    #[error("only OpenAPI 3.x documents can be imported")]
+    NotOpenApi3,
+}
 
 /// Reads the document (a file, relative to the config's folder, or a URL the user configured)
 /// and turns its operations into tools.
@@ -22,7 +48,7 @@ pub async fn import(
     source: &str,
     config: &HttpProviderConfig,
     api: &HttpDependency,
-) -> Result<Vec<(ToolSchema, Mapping)>, String> {
+) -> Result<Vec<(ToolSchema, Mapping)>, OpenApiImportError> {
     let text = if source.starts_with("http://") || source.starts_with("https://") {
         // Its own bound: a large generated document may take longer than one tool call.
         let response = api
@@ -31,16 +57,18 @@ pub async fn import(
             .timeout(IMPORT_TIMEOUT)
             .send()
             .await
-            .map_err(|e| without_url(&e))?;
+            .map_err(OpenApiImportError::Fetch)?;
         if !response.status().is_success() {
-            return Err(format!("GET answered {}", response.status()));
+            return Err(OpenApiImportError::Status(response.status()));
         }
-        response.text().await.map_err(|e| without_url(&e))?
+        response.text().await.map_err(OpenApiImportError::Fetch)?
     } else {
-        std::fs::read_to_string(source).map_err(|e| format!("{source}: {e}"))?
+        std::fs::read_to_string(source).map_err(|e| OpenApiImportError::Read {
+            path: source.to_owned(),
+            source: e,
+        })?
     };
-    let document: Value =
-        serde_saphyr::from_str(&text).map_err(|e| format!("not an OpenAPI document: {e}"))?;
+    let document: Value = serde_saphyr::from_str(&text).map_err(OpenApiImportError::NotYaml)?;
     tools_of(&document, &config.include, &config.exclude)
 }
 
@@ -49,18 +77,18 @@ pub fn tools_of(
     document: &Value,
     include: &[String],
     exclude: &[String],
-) -> Result<Vec<(ToolSchema, Mapping)>, String> {
+) -> Result<Vec<(ToolSchema, Mapping)>, OpenApiImportError> {
     if !document["openapi"]
         .as_str()
         .is_some_and(|v| v.starts_with('3'))
     {
-        return Err("only OpenAPI 3.x documents can be imported".into());
+        return Err(OpenApiImportError::NotOpenApi3);
     }
     let defs = document["components"]["schemas"].clone();
     let mut tools = Vec::new();
     for (path, item) in document["paths"].as_object().into_iter().flatten() {
         let shared = item["parameters"].as_array().cloned().unwrap_or_default();
-        for method in METHODS {
+        for (method, verb) in METHODS {
             let Some(op) = item.get(method) else { continue };
             let Some(id) = op["operationId"].as_str() else {
                 continue;
@@ -126,7 +154,6 @@ pub fn tools_of(
                 .or(op["description"].as_str())
                 .unwrap_or(id)
                 .to_owned();
-            let method_upper = method.to_ascii_uppercase();
             tools.push((
                 ToolSchema {
                     qualified_name: None,
@@ -141,8 +168,7 @@ pub fn tools_of(
                     ),
                 },
                 Mapping {
-                    method: reqwest::Method::from_bytes(method_upper.as_bytes())
-                        .map_err(|e| e.to_string())?,
+                    method: verb,
                     path: path.clone(),
                     query,
                     headers,
@@ -225,7 +251,27 @@ mod tests {
                 .is_valid(&json!({"body": {}}))
         );
         assert!(mapping.body.is_some());
+        assert_eq!(mapping.method, reqwest::Method::POST);
+        assert_eq!(tools[1].1.method, reqwest::Method::GET);
         let only = tools_of(&doc, &["getPet".into()], &[]).unwrap();
         assert_eq!(only.len(), 1);
+    }
+
+    #[test]
+    fn the_reasons_read_as_before() {
+        assert_eq!(
+            tools_of(&json!({"swagger": "2.0"}), &[], &[])
+                .unwrap_err()
+                .to_string(),
+            "only OpenAPI 3.x documents can be imported"
+        );
+        let missing = OpenApiImportError::Read {
+            path: "api.yaml".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not there"),
+        };
+        assert_eq!(missing.to_string(), "api.yaml: not there");
+        let not_yaml = serde_saphyr::from_str::<Value>("a: [").unwrap_err();
+        let shown = format!("not an OpenAPI document: {not_yaml}");
+        assert_eq!(OpenApiImportError::NotYaml(not_yaml).to_string(), shown);
     }
 }
