@@ -172,9 +172,11 @@ mod layering {
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
-    /// The sibling modules of `config/` that `text` (one file, its tests left out) names
-    /// through `super::`: `super::load::…` and `super::{load::…, …}`.
-    fn config_siblings_used(text: &str, siblings: &[String]) -> Vec<String> {
+    /// The modules of one folder of `config/` that `text` (a file `ups` folders below that
+    /// folder's modules, its tests left out) names through `super::`: from `load.rs`,
+    /// `super::load::…` and `super::{load::…, …}`; from `provider/mcp.rs`,
+    /// `super::super::limits::…`.
+    fn config_modules_used(text: &str, ups: usize, modules: &[String]) -> Vec<String> {
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         let ident = |s: &str| -> String {
             s.chars()
@@ -183,7 +185,18 @@ mod layering {
         };
         let mut used = Vec::new();
         for (at, _) in code.match_indices("super::") {
-            let rest = &code[at + 7..];
+            if code[..at].ends_with("super::") {
+                continue;
+            }
+            let mut rest = &code[at..];
+            let mut up = 0;
+            while let Some(after) = rest.strip_prefix("super::") {
+                rest = after;
+                up += 1;
+            }
+            if up != ups {
+                continue;
+            }
             let names: Vec<&str> = match rest.strip_prefix('{') {
                 Some(group) => group[..group.find('}').unwrap_or(group.len())]
                     .split(',')
@@ -193,7 +206,7 @@ mod layering {
             };
             for name in names {
                 let module = ident(name);
-                if name[module.len()..].starts_with("::") && siblings.contains(&module) {
+                if name[module.len()..].starts_with("::") && modules.contains(&module) {
                     used.push(module);
                 }
             }
@@ -201,25 +214,55 @@ mod layering {
         used
     }
 
-    /// `config/`'s files use each other without a circle (issue 32): a file that two others
-    /// need in turn (an error type, a value type) lives in a file of its own.
-    #[test]
-    fn config_files_import_no_circle() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    /// The files of a folder of `config/` as its modules, each with how far below them it is:
+    /// `load.rs` is `load` (1); a subfolder's `provider/mod.rs` is `provider` (1) and the files
+    /// beside it are `provider` too (2). The folder's own `mod.rs` declares them all and is
+    /// none of them.
+    fn config_module_files(dir: &Path) -> Vec<(String, usize, String)> {
         let mut files = Vec::new();
-        for entry in std::fs::read_dir(&dir).unwrap() {
+        for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "rs")
-                && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
-                && stem != "mod"
-            {
-                files.push((stem.to_owned(), std::fs::read_to_string(&path).unwrap()));
+            let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if path.is_dir() {
+                for inner in std::fs::read_dir(&path).unwrap() {
+                    let inner = inner.unwrap().path();
+                    if inner.extension().is_some_and(|e| e == "rs") {
+                        let ups = if inner.file_stem().is_some_and(|s| s == "mod") {
+                            1
+                        } else {
+                            2
+                        };
+                        let text = std::fs::read_to_string(&inner).unwrap();
+                        files.push((stem.to_owned(), ups, text));
+                    }
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") && stem != "mod" {
+                files.push((stem.to_owned(), 1, std::fs::read_to_string(&path).unwrap()));
             }
         }
-        let siblings: Vec<String> = files.iter().map(|(s, _)| s.clone()).collect();
-        let edges: Vec<(String, Vec<String>)> = files
+        files
+    }
+
+    /// The uses between the modules of one folder of `config/`, and the circles among them;
+    /// then the same for each subfolder, its `mod.rs` declaring the files beside it.
+    fn config_circles(dir: &Path, edges_seen: &mut Vec<(String, Vec<String>)>) -> Vec<String> {
+        let files = config_module_files(dir);
+        let mut modules: Vec<String> = files.iter().map(|(m, _, _)| m.clone()).collect();
+        modules.sort();
+        modules.dedup();
+        let edges: Vec<(String, Vec<String>)> = modules
             .iter()
-            .map(|(stem, text)| (stem.clone(), config_siblings_used(text, &siblings)))
+            .map(|module| {
+                let used = files
+                    .iter()
+                    .filter(|(m, _, _)| m == module)
+                    .flat_map(|(_, ups, text)| config_modules_used(text, *ups, &modules))
+                    .filter(|used| used != module)
+                    .collect();
+                (module.clone(), used)
+            })
             .collect();
         let uses = |module: &str| -> Vec<String> {
             edges
@@ -230,7 +273,7 @@ mod layering {
         };
         // A path back to where it started is a circle.
         let mut circles = Vec::new();
-        for start in &siblings {
+        for start in &modules {
             let mut stack = vec![vec![start.clone()]];
             while let Some(path) = stack.pop() {
                 for next in uses(path.last().unwrap()) {
@@ -244,14 +287,44 @@ mod layering {
                 }
             }
         }
+        let folder = dir.file_name().unwrap().to_string_lossy().into_owned();
+        edges_seen.extend(
+            edges
+                .iter()
+                .map(|(m, used)| (format!("{folder}/{m}"), used.clone())),
+        );
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                circles.extend(config_circles(&path, edges_seen));
+            }
+        }
+        circles
+    }
+
+    /// `config/`'s files use each other without a circle (issue 32): a file that two others
+    /// need in turn (an error type, a value type) lives in a file of its own. A subfolder
+    /// (`provider/`) is one module among its siblings, and its own files are held to the same.
+    #[test]
+    fn config_files_import_no_circle() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+        let mut edges = Vec::new();
+        let circles = config_circles(&dir, &mut edges);
         assert!(
             circles.is_empty(),
             "import circles in config/:\n{}",
             circles.join("\n")
         );
+        let uses = |module: &str, used: &str| {
+            edges
+                .iter()
+                .any(|(m, u)| m == module && u.iter().any(|u| u == used))
+        };
         assert!(
-            uses("load").contains(&"providers_file".to_owned()),
-            "the scan sees no use between config's files: {edges:?}"
+            uses("config/load", "providers_file")
+                && uses("config/provider", "limits")
+                && uses("provider/entry", "mcp"),
+            "the scan does not see the uses between config's files: {edges:?}"
         );
     }
 }

@@ -283,24 +283,30 @@ impl ProviderLimits {
     }
 
     /// For a cypher provider: no timeout above [`CypherToolDefaults::max_timeout`].
-    pub fn check_cypher(&self) -> Result<(), String> {
+    pub fn check_cypher(&self) -> Result<(), CypherLimitError> {
         let max = CYPHER_TOOL_DEFAULTS.max_timeout;
         let too_long = |t: Option<Duration>| t.is_some_and(|t| t > max);
+        let max_ms = max.as_millis();
         if too_long(self.timeout) {
-            return Err(format!(
-                "limits.timeout_ms may be at most {} for a cypher provider",
-                max.as_millis()
-            ));
+            return Err(CypherLimitError::Timeout { max_ms });
         }
         if let Some(rule) = self.tools.iter().find(|r| too_long(r.timeout)) {
-            return Err(format!(
-                "limits.tools '{}': timeout_ms may be at most {} for a cypher provider",
-                rule.tool,
-                max.as_millis()
-            ));
+            return Err(CypherLimitError::ToolTimeout {
+                tool: rule.tool.clone(),
+                max_ms,
+            });
         }
         Ok(())
     }
+}
+
+/// A cypher provider's `limits` giving a query longer than a database should take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CypherLimitError {
+    #[error("limits.timeout_ms may be at most {max_ms} for a cypher provider")]
+    Timeout { max_ms: u128 },
+    #[error("limits.tools '{tool}': timeout_ms may be at most {max_ms} for a cypher provider")]
+    ToolTimeout { tool: String, max_ms: u128 },
 }
 
 /// Whether `name` matches `pattern`, where `*` stands for any run of characters and `?` for
@@ -429,8 +435,12 @@ mod tests {
         assert!(limits("timeout_ms: 60001\n").check_cypher().is_err());
         let err = limits("tools: [{ tool: q, timeout_ms: 90000 }]\n")
             .check_cypher()
-            .unwrap_err();
-        assert!(err.contains("'q'") && err.contains("60000"), "{err}");
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "limits.tools 'q': timeout_ms may be at most 60000 for a cypher provider"
+        );
     }
 
     #[test]

@@ -1,15 +1,14 @@
 //! Reading configuration files: parsing with positions, the rules that span entries, and the
 //! folder form (`--config-dir`) with its own rule that services differ in name and address.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
 use super::error::{ConfigError, located, located_at};
-use super::naming::{IDENTIFIER_RULE, check_tool_prefix, is_identifier};
+use super::provider::ProviderError;
 use super::providers_file::{self, FileProviders};
-use super::{ProviderConfig, ServiceConfig, check_grpc_address};
+use super::{ProviderConfig, ServiceConfig};
 
 impl ServiceConfig {
     /// Reads, parses and validates one file.
@@ -176,90 +175,24 @@ impl ServiceConfig {
         Ok(())
     }
 
-    fn validate_entry(&self, provider: &ProviderConfig) -> Result<(), String> {
-        if let ProviderConfig::Cypher(p) = provider {
-            p.limits.check_cypher()?;
-        }
-        if let Some(prefix) = provider.tool_prefix() {
-            check_tool_prefix(prefix)?;
-        }
-        if let Some(when) = provider.when() {
-            when.check()?;
-        }
-        provider.expose().check()?;
-        let (wanted, tools): (&str, Vec<(&str, &serde_json::Value)>) = match provider {
-            ProviderConfig::Mcp(_) => return Ok(()),
-            ProviderConfig::Grpc(p) => return check_grpc_address(&p.address),
-            ProviderConfig::Search(p) => return p.check(),
-            ProviderConfig::Cypher(p) => (
-                "bolt",
-                p.tools
-                    .iter()
-                    .map(|t| (t.name.as_str(), &t.input_schema))
-                    .collect(),
-            ),
-            ProviderConfig::Http(p) => {
-                if p.tools.is_empty() && p.openapi.is_none() && p.usage_tool.is_none() {
-                    return Err("declares no tools".into());
-                }
-                for tool in &p.tools {
-                    check_http_tool(tool).map_err(|m| format!("tool '{}': {m}", tool.name))?;
-                }
-                (
-                    "http",
-                    p.tools
-                        .iter()
-                        .map(|t| (t.name.as_str(), &t.input_schema))
-                        .collect(),
-                )
-            }
+    /// The entry by itself ([`ProviderConfig::check`]), then the entry of `dependencies` it
+    /// uses: there, and of the kind it needs.
+    fn validate_entry(&self, provider: &ProviderConfig) -> Result<(), EntryError> {
+        provider.check()?;
+        let (Some(dependency), Some(wanted)) = (provider.dependency(), provider.dependency_kind())
+        else {
+            return Ok(());
         };
-        let dependency = provider.dependency().unwrap_or_default();
         match self.dependency(dependency) {
-            None => {
-                return Err(format!(
-                    "dependency '{dependency}' is not in `dependencies`"
-                ));
-            }
-            Some(d) if d.kind() != wanted => {
-                return Err(format!(
-                    "dependency '{dependency}' is {}, a {} provider needs {wanted}",
-                    d.kind(),
-                    provider.kind()
-                ));
-            }
-            Some(_) => {}
+            None => Err(EntryError::NoDependency(dependency.to_owned())),
+            Some(d) if d.kind() != wanted => Err(EntryError::DependencyKind {
+                dependency: dependency.to_owned(),
+                is: d.kind(),
+                provider: provider.kind(),
+                wanted,
+            }),
+            Some(_) => Ok(()),
         }
-        if matches!(provider, ProviderConfig::Cypher(_)) && tools.is_empty() {
-            return Err("declares no tools".into());
-        }
-        let mut names = BTreeSet::new();
-        if let ProviderConfig::Http(p) = provider
-            && let Some(usage) = &p.usage_tool
-            && !is_identifier(usage)
-        {
-            return Err(format!(
-                "usage_tool '{usage}' is not a tool name ({IDENTIFIER_RULE})"
-            ));
-        }
-        for (name, input_schema) in tools {
-            // A declared tool is named here, so the identifier rule holds it at once (names
-            // that come from an upstream follow `identifier_names`).
-            if !is_identifier(name) {
-                return Err(format!(
-                    "tool '{name}': not a tool name ({IDENTIFIER_RULE})"
-                ));
-            }
-            if !names.insert(name) {
-                return Err(format!("tool '{name}': declared twice"));
-            }
-            if input_schema["type"] != "object" {
-                return Err(format!(
-                    "tool '{name}': input_schema must have `type: object`"
-                ));
-            }
-        }
-        Ok(())
     }
 
     pub(super) fn at<T>(&self, spanned: &Spanned<T>, message: String) -> ConfigError {
@@ -267,23 +200,20 @@ impl ServiceConfig {
     }
 }
 
-fn check_http_tool(tool: &super::HttpTool) -> Result<(), String> {
-    if let Some(method) = &tool.method
-        && !["GET", "POST", "PUT", "PATCH", "DELETE"]
-            .contains(&method.to_ascii_uppercase().as_str())
-    {
-        return Err(format!(
-            "method '{method}' is not one of GET, POST, PUT, PATCH, DELETE"
-        ));
-    }
-    if let Some(pointer) = &tool.result
-        && !(pointer.is_empty() || pointer.starts_with('/'))
-    {
-        return Err(format!(
-            "result '{pointer}' is not a JSON pointer (\"\" or starting with '/')"
-        ));
-    }
-    Ok(())
+/// Why one provider entry cannot be served, said after `provider '<name>': ` at its position.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("dependency '{0}' is not in `dependencies`")]
+    NoDependency(String),
+    #[error("dependency '{dependency}' is {is}, a {provider} provider needs {wanted}")]
+    DependencyKind {
+        dependency: String,
+        is: &'static str,
+        provider: &'static str,
+        wanted: &'static str,
+    },
 }
 
 /// Every `*.yaml` file of a folder, sorted, each loaded; the first error stops the scan.
@@ -374,8 +304,8 @@ mod tests {
     use super::*;
     use crate::config::LogFormat;
 
-    fn parse(text: &str) -> Result<ServiceConfig, String> {
-        ServiceConfig::parse(text, "t.yaml", PathBuf::from(".")).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<ServiceConfig, ConfigError> {
+        ServiceConfig::parse(text, "t.yaml", PathBuf::from("."))
     }
 
     const MINIMAL: &str = "service: { name: docs, port: 8003 }\n";
@@ -405,10 +335,14 @@ mod tests {
 
     #[test]
     fn value_errors_point_at_the_value() {
-        let e = parse("service: { name: docs, port: 80 }\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 80 }\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.yaml:1:"), "{e}");
         assert!(e.contains("port must be from 1024 to 65535, got 80"), "{e}");
-        let e = parse("service:\n  name: Docs\n  port: 8000\n").unwrap_err();
+        let e = parse("service:\n  name: Docs\n  port: 8000\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("t.yaml:2:9: service name 'Docs' must match"),
             "{e}"
@@ -416,7 +350,8 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8000 }\nmonitoring: { health_check_interval: 5 }\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("t.yaml:2:") && e.contains("at least 10, got 5"),
             "{e}"
@@ -424,7 +359,7 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8000 }\nmonitoring: { otlp_endpoint: \"127.0.0.1:4318\" }\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:2:") && e.contains("must be an http:// or https:// URL"),
             "{e}"
@@ -441,8 +376,9 @@ mod tests {
             c.monitoring.otlp_timeout,
             std::time::Duration::from_millis(2500)
         );
-        let e =
-            parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("t.yaml:3:15: must be an integer of at least 10, got 9"),
             "{e}"
@@ -467,7 +403,7 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys:\n    - { name: ci, value_env: A }\n    - { name: ci, value_env: B }\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:5:") && e.contains("'ci' is used twice (first at line 4)"),
             "{e}"
@@ -475,7 +411,7 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys_enabled: true\n  api_keys:\n    - { name: key-2, value_env: B }\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.contains("how the keys of security.api_keys_env are named"),
             "{e}"
@@ -483,21 +419,23 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8000 }\nsecurity:\n  api_keys:\n    - { name: ci, value_env: A, tools: [] }\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:4:") && e.contains("would allow no tool"),
             "{e}"
         );
         let e =
             parse("service: { name: docs, port: 8000 }\nsecurity: { public_routes: [health] }\n")
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
         assert!(e.contains("must be a path starting with '/'"), "{e}");
     }
 
     #[test]
     fn unknown_keys_are_rejected_with_their_position() {
-        let e =
-            parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8000 }\nlimits:\n  max_body: 10\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.yaml:3:3: unknown field `max_body`"), "{e}");
     }
 
@@ -549,7 +487,7 @@ mod tests {
     #[test]
     fn providers_are_checked_together() {
         let two = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x }\n  - { name: a, kind: mcp, url: \"http://h/mcp\" }\n";
-        let e = parse(two).unwrap_err();
+        let e = parse(two).unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:4:") && e.contains("'a' is used twice (first at line 3)"),
             "{e}"
@@ -559,22 +497,23 @@ mod tests {
         assert!(
             parse(neither)
                 .unwrap_err()
+                .to_string()
                 .contains("needs `command` (stdio) or `url`")
         );
         let both = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: mcp, command: x, url: \"http://h\" }\n";
-        assert!(parse(both).unwrap_err().contains("not both"));
+        assert!(parse(both).unwrap_err().to_string().contains("not both"));
         let kind = "service: { name: docs, port: 8000 }\nproviders:\n  - { name: a, kind: soap, command: x }\n";
-        assert!(parse(kind).unwrap_err().contains("soap"));
+        assert!(parse(kind).unwrap_err().to_string().contains("soap"));
     }
 
     #[test]
     fn a_field_of_another_kind_is_unknown_at_its_entry() {
         let text = "service: { name: docs, port: 8000 }\ndependencies:\n  db: { kind: bolt, uri: \"bolt://h:1\" }\nproviders:\n  - name: q\n    kind: cypher\n    dependency: db\n    url: \"http://h\"\n    tools: []\n";
-        let e = parse(text).unwrap_err();
+        let e = parse(text).unwrap_err().to_string();
         assert!(e.starts_with("t.yaml:5:"), "{e}");
         assert!(e.contains("unknown field `url`"), "{e}");
         let wrong = "service: { name: docs, port: 8000 }\ndependencies:\n  api: { kind: http, base_url: \"http://h\" }\nproviders:\n  - { name: q, kind: cypher, dependency: api, tools: [{ name: t, description: d, input_schema: { type: object }, query: \"RETURN 1\" }] }\n";
-        let e = parse(wrong).unwrap_err();
+        let e = parse(wrong).unwrap_err().to_string();
         assert!(
             e.contains("dependency 'api' is http, a cypher provider needs bolt"),
             "{e}"
@@ -591,10 +530,14 @@ mod tests {
         let c = parse(&entry("{ timeout_ms: 60000 }")).unwrap();
         assert_eq!(c.providers[0].value.limits().max_concurrent, Some(3));
         assert_eq!(c.providers[0].value.limits().tools[0].rate_limit, Some(60));
-        let e = parse(&entry("{ tools: [{ tool: t, timeout_ms: 60001 }] }")).unwrap_err();
+        let e = parse(&entry("{ tools: [{ tool: t, timeout_ms: 60001 }] }"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.yaml:6:"), "{e}");
         assert!(e.contains("timeout_ms may be at most 60000"), "{e}");
-        let e = parse(&entry("{ max_concurrent: 0 }")).unwrap_err();
+        let e = parse(&entry("{ max_concurrent: 0 }"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at least 1"), "{e}");
     }
 
@@ -631,16 +574,22 @@ mod tests {
         let entry = &c.providers[0].value;
         assert_eq!(entry.tool_prefix(), Some("g_"));
         assert_eq!(entry.expose().rename["t"], "u");
-        let e = parse(&cypher("get-t", "")).unwrap_err();
+        let e = parse(&cypher("get-t", "")).unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:5:") && e.contains("tool 'get-t': not a tool name"),
             "{e}"
         );
-        let e = parse(&cypher("t", ", tool_prefix: g-")).unwrap_err();
+        let e = parse(&cypher("t", ", tool_prefix: g-"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tool_prefix 'g-'"), "{e}");
-        let e = parse(&cypher("t", ", expose: { rename: { t: a.b } }")).unwrap_err();
+        let e = parse(&cypher("t", ", expose: { rename: { t: a.b } }"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expose.rename 't': 'a.b'"), "{e}");
-        let e = parse(&cypher("t", ", expose: { hide: [t] }")).unwrap_err();
+        let e = parse(&cypher("t", ", expose: { hide: [t] }"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `hide`"), "{e}");
         let mcp = format!(
             "{base}  - {{ name: m, kind: mcp, command: x, tool_prefix: ev_, expose: {{ include: ['get-*'], rename: {{ get-sum: sum }} }} }}\n"
@@ -648,7 +597,9 @@ mod tests {
         let c = parse(&mcp).unwrap();
         assert_eq!(c.providers[0].value.tool_prefix(), Some("ev_"));
         assert_eq!(c.providers[0].value.expose().include, ["get-*"]);
-        let e = parse("service: { name: docs, port: 8000, on_name_clash: rename }\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8000, on_name_clash: rename }\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rename"), "{e}");
     }
 
@@ -665,8 +616,8 @@ mod tests {
         (dir, file)
     }
 
-    fn load(file: &Path) -> Result<ServiceConfig, String> {
-        ServiceConfig::load(file).map_err(|e| e.to_string())
+    fn load(file: &Path) -> Result<ServiceConfig, ConfigError> {
+        ServiceConfig::load(file)
     }
 
     const SEED: &str = "providers:\n  - name: hello-go\n    type: grpc\n    address: localhost:50051\n    enabled: false\n    metadata: { version: 1.0.0, environment: development }\n  - name: hello-rs\n    type: grpc\n    address: localhost:50052\n    enabled: true\n    metadata: { version: 1.0.0, environment: development }\n";
@@ -706,7 +657,7 @@ mod tests {
             key,
             "providers:\n  - name: a\n    type: grpc\n    address: h:1\n  - name: b\n    type: rest\n    address: h:2\n",
         );
-        let e = load(&file).unwrap_err();
+        let e = load(&file).unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}:6:11: ", shown(&dir))), "{e}");
         assert!(e.contains("unknown provider type 'rest'"), "{e}");
         // An address that is not host:port, at its entry in providers.yaml (disabled or not).
@@ -717,7 +668,7 @@ mod tests {
                     "providers:\n  - {{ name: a, type: grpc, address: \"h:1\" }}\n  - {{ name: b, type: grpc, address: \"http://h:2\", enabled: {enabled} }}\n"
                 ),
             );
-            let e = load(&file).unwrap_err();
+            let e = load(&file).unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!(
                     "{}:3:5: provider 'b': address 'http://h:2' must be host:port",
@@ -731,7 +682,7 @@ mod tests {
             &format!("providers:\n  - {{ name: hello-rs, kind: mcp, command: x }}\n{key}"),
             SEED,
         );
-        let e = load(&file).unwrap_err();
+        let e = load(&file).unwrap_err().to_string();
         assert_eq!(
             e,
             format!(
@@ -745,7 +696,7 @@ mod tests {
             key,
             "providers:\n  - { name: a, type: grpc, address: \"h:1\", enabled: false }\n  - { name: a, type: grpc, address: \"h:2\" }\n",
         );
-        let e = load(&file).unwrap_err();
+        let e = load(&file).unwrap_err().to_string();
         assert!(
             e.starts_with(&format!("{}:", shown(&dir)))
                 && e.contains("'a' is used twice (first at line 2)"),
@@ -753,7 +704,7 @@ mod tests {
         );
         // A file that is not there: at the key of the service config.
         let (_dir, file) = with_providers_file("providers_file: missing.yaml\n", SEED);
-        let e = load(&file).unwrap_err();
+        let e = load(&file).unwrap_err().to_string();
         assert!(
             e.starts_with(&format!(
                 "{}:2:17: providers_file 'missing.yaml': cannot read",
@@ -765,7 +716,7 @@ mod tests {
 
     #[test]
     fn an_inline_grpc_address_follows_the_same_rule() {
-        let e = parse("service: { name: docs, port: 8000 }\nproviders:\n  - { name: g, kind: grpc, address: localhost }\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8000 }\nproviders:\n  - { name: g, kind: grpc, address: localhost }\n").unwrap_err().to_string();
         assert_eq!(
             e,
             "t.yaml:3:5: provider 'g': address 'localhost' must be host:port (e.g. 127.0.0.1:50051 or [::1]:50051): no port"
@@ -803,45 +754,6 @@ mod tests {
         std::fs::write(empty.path().join("services.yaml"), "services: []\n").unwrap();
         let e = load_dir(empty.path()).unwrap_err().to_string();
         assert!(e.contains("no service *.yaml file in this folder"), "{e}");
-    }
-
-    #[test]
-    fn an_http_tool_has_a_known_method_and_a_json_pointer_result() {
-        let tool = |fields: &str| {
-            parse(&format!(
-                "service: {{ name: docs, port: 8000 }}\ndependencies:\n  api: {{ kind: http, base_url: \"http://127.0.0.1:1\" }}\nproviders:\n  - name: web\n    kind: http\n    dependency: api\n    tools:\n      - {{ name: t, description: d, input_schema: {{ type: object }}, path: /x, {fields} }}\n"
-            ))
-        };
-        for fine in [
-            "method: get",
-            "method: DELETE",
-            "result: ''",
-            "result: /choices/0",
-        ] {
-            assert!(tool(fine).is_ok(), "{fine}: {:?}", tool(fine));
-        }
-        let e = tool("method: TRACE").unwrap_err();
-        assert!(
-            e.contains("method 'TRACE' is not one of GET, POST, PUT, PATCH, DELETE"),
-            "{e}"
-        );
-        let e = tool("result: choices").unwrap_err();
-        assert!(e.contains("result 'choices' is not a JSON pointer"), "{e}");
-    }
-
-    #[test]
-    fn a_usage_tool_must_be_a_tool_name() {
-        let usage = |name: &str| {
-            parse(&format!(
-                "service: {{ name: docs, port: 8000 }}\ndependencies:\n  api: {{ kind: http, base_url: \"http://127.0.0.1:1\" }}\nproviders:\n  - {{ name: web, kind: http, dependency: api, usage_tool: '{name}', tools: [] }}\n"
-            ))
-        };
-        assert!(usage("get_usage").is_ok(), "{:?}", usage("get_usage"));
-        let e = usage("get usage").unwrap_err();
-        assert!(
-            e.contains("usage_tool 'get usage' is not a tool name"),
-            "{e}"
-        );
     }
 
     /// The providers file is recognised however the service names it.
@@ -905,7 +817,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_have_a_position() {
-        let e = parse("service: [\n").unwrap_err();
+        let e = parse("service: [\n").unwrap_err().to_string();
         assert!(e.starts_with("t.yaml:"), "{e}");
     }
 }

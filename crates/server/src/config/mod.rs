@@ -20,7 +20,6 @@ mod naming;
 mod provider;
 mod providers_file;
 pub mod query;
-mod search;
 mod types;
 mod when;
 
@@ -47,11 +46,10 @@ pub use self::naming::{
 };
 pub use self::provider::{
     CypherProviderConfig, CypherTool, Growth, GrpcProviderConfig, GrpcTls, HttpProviderConfig,
-    HttpTool, HttpTransport, McpProviderConfig, McpTransport, ProviderConfig, StdioTransport,
-    check_grpc_address,
+    HttpTool, HttpTransport, McpProviderConfig, McpTransport, ProviderCommon, ProviderConfig,
+    RootKind, SearchProviderConfig, SearchRoot, StdioTransport, check_grpc_address,
 };
 pub use self::providers_file::FileProviders;
-pub use self::search::{RootKind, SearchProviderConfig, SearchRoot};
 pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
 pub use self::when::{ProviderChoice, When};
@@ -385,7 +383,7 @@ impl ServiceConfig {
         self.provider_entries()
             .flat_map(|p| match p {
                 ProviderConfig::Mcp(m) => match &m.transport {
-                    McpTransport::Stdio(s) => s.secret_warnings(m.name.as_str()),
+                    McpTransport::Stdio(s) => s.secret_warnings(m.common.name.as_str()),
                     _ => Vec::new(),
                 },
                 _ => Vec::new(),

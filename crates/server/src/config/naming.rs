@@ -74,21 +74,31 @@ impl Expose {
 
     /// The rules a config can get wrong before any tool is known: served names that are not
     /// identifiers, empty descriptions.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), NamingError> {
         for (old, new) in &self.rename {
             if !is_identifier(new) {
-                return Err(format!(
-                    "expose.rename '{old}': '{new}' is not a tool name ({IDENTIFIER_RULE})"
-                ));
+                return Err(NamingError::RenamedNotToolName {
+                    upstream: old.clone(),
+                    served: new.clone(),
+                });
             }
         }
         if let Some((name, _)) = self.describe.iter().find(|(_, t)| t.trim().is_empty()) {
-            return Err(format!(
-                "expose.describe '{name}': the description is empty"
-            ));
+            return Err(NamingError::EmptyDescription(name.clone()));
         }
         Ok(())
     }
+}
+
+/// Why the names or descriptions an entry serves its tools under cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamingError {
+    #[error("expose.rename '{upstream}': '{served}' is not a tool name ({IDENTIFIER_RULE})")]
+    RenamedNotToolName { upstream: String, served: String },
+    #[error("expose.describe '{0}': the description is empty")]
+    EmptyDescription(String),
+    #[error("tool_prefix '{0}' must be the start of a tool name ({IDENTIFIER_RULE})")]
+    ToolPrefix(String),
 }
 
 /// The rule every name a config gives a tool must follow, as messages say it.
@@ -118,13 +128,11 @@ pub fn to_identifier(name: &str) -> String {
 }
 
 /// A `tool_prefix` is prepended as written, so it must begin a valid name.
-pub fn check_tool_prefix(prefix: &str) -> Result<(), String> {
+pub fn check_tool_prefix(prefix: &str) -> Result<(), NamingError> {
     if is_identifier(prefix) {
         Ok(())
     } else {
-        Err(format!(
-            "tool_prefix '{prefix}' must be the start of a tool name ({IDENTIFIER_RULE})"
-        ))
+        Err(NamingError::ToolPrefix(prefix.to_owned()))
     }
 }
 
@@ -223,6 +231,7 @@ mod tests {
             expose("rename: { a: b-c }\n")
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("'b-c'")
         );
         assert!(expose("describe: { a: ' ' }\n").check().is_err());

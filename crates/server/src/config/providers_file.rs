@@ -182,7 +182,7 @@ mod tests {
         let ProviderConfig::Grpc(rs) = &on[0] else {
             panic!("a grpc entry")
         };
-        assert_eq!(rs.name.as_str(), "hello-rs");
+        assert_eq!(rs.common.name.as_str(), "hello-rs");
         assert_eq!(rs.address, "localhost:50052");
         assert_eq!(rs.metadata["version"], "1.0.0");
         assert_eq!(rs.metadata["replicas"], "2", "scalars are read as text");

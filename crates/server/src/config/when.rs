@@ -51,12 +51,19 @@ impl When {
     }
 
     /// A condition names at least one variable.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), WhenError> {
         if self.env_set.is_none() && self.env_unset.is_none() {
-            return Err("`when` needs `env_set` or `env_unset`".into());
+            return Err(WhenError::NoVariable);
         }
         Ok(())
     }
+}
+
+/// Why a `when` cannot decide anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WhenError {
+    #[error("`when` needs `env_set` or `env_unset`")]
+    NoVariable,
 }
 
 /// An entry of `providers` and whether its `when` chose it, for /health.

@@ -50,7 +50,7 @@ impl CypherProvider {
         config: &CypherProviderConfig,
         database: Arc<BoltDependency>,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.as_str().to_owned();
+        let name = config.common.name.as_str().to_owned();
         let mut tools = Vec::new();
         for declared in &config.tools {
             let tool = declared.name.clone();
@@ -87,7 +87,7 @@ impl CypherProvider {
             name,
             database,
             tools,
-            setup_hint: config.setup_hint.clone(),
+            setup_hint: config.common.setup_hint.clone(),
         })
     }
 

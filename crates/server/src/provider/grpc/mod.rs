@@ -91,7 +91,7 @@ impl GrpcProvider {
         config: &GrpcProviderConfig,
         hooks: ProviderHooks,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.as_str().to_owned();
+        let name = config.common.name.as_str().to_owned();
         let error = |message: String| ProviderError::Config {
             provider: name.clone(),
             message,
@@ -108,7 +108,7 @@ impl GrpcProvider {
             max_retries: config.max_retries,
             first_backoff: Duration::from_millis(config.retry_backoff_ms.max(1)),
             metadata: config.metadata.clone(),
-            setup_hint: config.setup_hint.clone(),
+            setup_hint: config.common.setup_hint.clone(),
             tools_changed: hooks.tools_changed,
             health_changed: hooks.health_changed,
             sessions: hooks.sessions,

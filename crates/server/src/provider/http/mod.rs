@@ -69,7 +69,7 @@ impl HttpProvider {
         config: &HttpProviderConfig,
         api: Arc<HttpDependency>,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.as_str().to_owned();
+        let name = config.common.name.as_str().to_owned();
         let provider = HttpProvider {
             name: name.clone(),
             api,
@@ -136,7 +136,7 @@ impl HttpProvider {
         let message = format!("Dependency connection failed: {}: {why}", self.api.name);
         ToolError::Unavailable(super::with_hint(
             &message,
-            self.config.setup_hint.as_deref(),
+            self.config.common.setup_hint.as_deref(),
         ))
     }
 
@@ -420,7 +420,7 @@ impl Provider for HttpProvider {
             let status = self.api.check().await;
             vec![(
                 self.api.name.clone(),
-                super::with_setup_hint(status, self.config.setup_hint.as_deref()),
+                super::with_setup_hint(status, self.config.common.setup_hint.as_deref()),
             )]
         }
         .boxed()

@@ -104,7 +104,7 @@ impl McpProvider {
         config: &McpProviderConfig,
         hooks: ProviderHooks,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.as_str().to_owned();
+        let name = config.common.name.as_str().to_owned();
         let error = |e: upstream::EndpointError| ProviderError::Config {
             provider: name.clone(),
             message: e.to_string(),
@@ -118,7 +118,7 @@ impl McpProvider {
         let children = shutdown.clone();
         let service_name = service.service.name.to_string();
         let check_every = service.monitoring.health_check_interval;
-        let setup_hint = config.setup_hint.clone();
+        let setup_hint = config.common.setup_hint.clone();
         let session_per_client = config.session_per_client;
         let make: pool::MakeChild = Box::new(move |instance| {
             Arc::new(Inner {

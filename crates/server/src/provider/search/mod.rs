@@ -67,7 +67,7 @@ impl SearchProvider {
         config: &SearchProviderConfig,
         hooks: ProviderHooks,
     ) -> Result<Self, ProviderError> {
-        let name = config.name.as_str().to_owned();
+        let name = config.common.name.as_str().to_owned();
         let error = |message: String| ProviderError::Config {
             provider: name.clone(),
             message,
@@ -90,7 +90,7 @@ impl SearchProvider {
             max_file_bytes: config.max_file_bytes,
             max_read_bytes: config.max_read_bytes,
             watch: config.watch,
-            setup_hint: config.setup_hint.clone(),
+            setup_hint: config.common.setup_hint.clone(),
             status: Arc::default(),
             index: Arc::default(),
             stop: Arc::default(),

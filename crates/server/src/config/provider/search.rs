@@ -4,17 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::limits::ProviderLimits;
-use super::naming::Expose;
-use super::types::OutputValidation;
-use super::types::{ProviderName, optional_text, text, texts};
-use super::when::When;
+use super::super::types::{optional_text, text, texts};
+use super::{EntryKeys, ProviderCommon};
 
-/// `kind: search`.
+/// `kind: search`. Read as an entry of [`super::ProviderConfig`], which refuses a key of another
+/// kind first.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct SearchProviderConfig {
-    pub name: ProviderName,
+    #[serde(flatten)]
+    pub common: ProviderCommon,
     /// The folders searched, each `code` or `docs`.
     pub roots: Vec<SearchRoot>,
     /// Where the index lives (may use `${VAR}`; relative to the config file's folder).
@@ -32,18 +30,23 @@ pub struct SearchProviderConfig {
     /// Follow changes with a file watcher (default true); off: the index is as of start.
     #[serde(default = "default_true")]
     pub watch: bool,
-    #[serde(default, deserialize_with = "optional_text")]
-    pub setup_hint: Option<String>,
-    #[serde(default)]
-    pub validate_output: OutputValidation,
-    #[serde(default)]
-    pub limits: ProviderLimits,
-    #[serde(default, deserialize_with = "optional_text")]
-    pub tool_prefix: Option<String>,
-    #[serde(default, skip_serializing_if = "Expose::is_empty")]
-    pub expose: Expose,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<When>,
+}
+
+impl EntryKeys for SearchProviderConfig {
+    const KEYS: &'static [&'static str] = &[
+        "name",
+        "roots",
+        "index_dir",
+        "max_file_bytes",
+        "max_read_bytes",
+        "watch",
+        "setup_hint",
+        "validate_output",
+        "limits",
+        "tool_prefix",
+        "expose",
+        "when",
+    ];
 }
 
 /// One searched folder.
@@ -91,21 +94,73 @@ fn default_true() -> bool {
     true
 }
 
+/// Why a search entry cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    #[error("a search provider needs at least one entry in `roots`")]
+    NoRoots,
+    #[error("max_file_bytes and max_read_bytes must be above 0")]
+    ZeroCap,
+    #[error("root '{root}': glob '{glob}': {source}")]
+    Glob {
+        root: String,
+        glob: String,
+        source: globset::Error,
+    },
+}
+
 impl SearchProviderConfig {
     /// Rules serde cannot say: at least one root, globs that parse, caps above zero.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SearchError> {
         if self.roots.is_empty() {
-            return Err("a search provider needs at least one entry in `roots`".into());
+            return Err(SearchError::NoRoots);
         }
         if self.max_file_bytes == 0 || self.max_read_bytes == 0 {
-            return Err("max_file_bytes and max_read_bytes must be above 0".into());
+            return Err(SearchError::ZeroCap);
         }
         for root in &self.roots {
             for glob in root.include.iter().chain(&root.exclude) {
-                globset::Glob::new(glob)
-                    .map_err(|e| format!("root '{}': glob '{glob}': {e}", root.path))?;
+                globset::Glob::new(glob).map_err(|source| SearchError::Glob {
+                    root: root.path.clone(),
+                    glob: glob.clone(),
+                    source,
+                })?;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(yaml: &str) -> String {
+        let entry: SearchProviderConfig = serde_saphyr::from_str(yaml).unwrap();
+        entry.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn roots_caps_and_globs() {
+        let fine: SearchProviderConfig =
+            serde_saphyr::from_str("{ name: s, roots: [{ path: ., kind: docs }] }").unwrap();
+        assert_eq!(fine.check(), Ok(()));
+        assert_eq!(
+            (fine.max_file_bytes, fine.max_read_bytes),
+            (1 << 20, 256 << 10)
+        );
+        assert!(fine.watch);
+        assert_eq!(
+            refused("{ name: s, roots: [] }"),
+            "a search provider needs at least one entry in `roots`"
+        );
+        assert_eq!(
+            refused("{ name: s, roots: [{ path: ., kind: docs }], max_read_bytes: 0 }"),
+            "max_file_bytes and max_read_bytes must be above 0"
+        );
+        assert_eq!(
+            refused("{ name: s, roots: [{ path: src, kind: code, exclude: ['a['] }] }"),
+            "root 'src': glob 'a[': error parsing glob 'a[': unclosed character class; missing ']'"
+        );
     }
 }
