@@ -41,38 +41,64 @@ struct ApiKeyEntry {
     deny_tools: Vec<String>,
 }
 
-impl TryFrom<ApiKeyEntry> for ApiKeyConfig {
-    type Error = String;
+/// Why an entry of `security.api_keys` cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiKeyError {
+    #[error(
+        "api key name '{0}' must match ^[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}$ (it appears in logs and metrics)"
+    )]
+    Name(String),
+    #[error(
+        "api key '{name}': sha256 must be 64 hex digits (the output of `printf %s KEY | sha256sum`), got {length} characters"
+    )]
+    Sha256 { name: String, length: usize },
+    #[error("api key '{0}': give value_env or sha256, not both")]
+    BothSecrets(String),
+    #[error(
+        "api key '{0}' needs value_env (an environment variable holding the key) or sha256 (the key's SHA-256, 64 hex digits)"
+    )]
+    NoSecret(String),
+    #[error(
+        "api key '{0}': `tools: []` would allow no tool; leave `tools` out to allow every tool"
+    )]
+    NoTools(String),
+    #[error(
+        "api key '{name}': tool glob '{glob}' is empty; write a name or a pattern with * and ?"
+    )]
+    EmptyGlob { name: String, glob: String },
+}
 
-    fn try_from(entry: ApiKeyEntry) -> Result<Self, String> {
-        check_key_name(&entry.name)?;
+impl TryFrom<ApiKeyEntry> for ApiKeyConfig {
+    type Error = ApiKeyError;
+
+    fn try_from(entry: ApiKeyEntry) -> Result<Self, ApiKeyError> {
+        if !is_key_name(&entry.name) {
+            return Err(ApiKeyError::Name(entry.name));
+        }
         let name = entry.name;
         let secret = match (entry.value_env, entry.sha256) {
             (Some(var), None) if !var.trim().is_empty() => KeySecret::Env(var),
-            (None, Some(hex)) => KeySecret::Sha256(
-                parse_sha256(&hex).map_err(|m| format!("api key '{name}': sha256 {m}"))?,
-            ),
-            (Some(_), Some(_)) => {
-                return Err(format!(
-                    "api key '{name}': give value_env or sha256, not both"
-                ));
-            }
-            _ => {
-                return Err(format!(
-                    "api key '{name}' needs value_env (an environment variable holding the key) or sha256 (the key's SHA-256, 64 hex digits)"
-                ));
-            }
+            (None, Some(hex)) => match parse_sha256(&hex) {
+                Some(digest) => KeySecret::Sha256(digest),
+                None => {
+                    return Err(ApiKeyError::Sha256 {
+                        name,
+                        length: hex.trim().len(),
+                    });
+                }
+            },
+            (Some(_), Some(_)) => return Err(ApiKeyError::BothSecrets(name)),
+            _ => return Err(ApiKeyError::NoSecret(name)),
         };
         if entry.tools.as_ref().is_some_and(Vec::is_empty) {
-            return Err(format!(
-                "api key '{name}': `tools: []` would allow no tool; leave `tools` out to allow every tool"
-            ));
+            return Err(ApiKeyError::NoTools(name));
         }
         let globs = entry.tools.iter().flatten().chain(&entry.deny_tools);
         if let Some(empty) = globs.into_iter().find(|g| g.trim().is_empty()) {
-            return Err(format!(
-                "api key '{name}': tool glob '{empty}' is empty; write a name or a pattern with * and ?"
-            ));
+            return Err(ApiKeyError::EmptyGlob {
+                glob: empty.clone(),
+                name,
+            });
         }
         Ok(ApiKeyConfig {
             name,
@@ -102,33 +128,25 @@ impl From<ApiKeyConfig> for ApiKeyEntry {
     }
 }
 
-fn check_key_name(name: &str) -> Result<(), String> {
+/// `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+fn is_key_name(name: &str) -> bool {
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if first_ok && rest_ok && name.len() <= 64 {
-        Ok(())
-    } else {
-        Err(format!(
-            "api key name '{name}' must match ^[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}$ (it appears in logs and metrics)"
-        ))
-    }
+    first_ok && rest_ok && name.len() <= 64
 }
 
-/// 64 hex digits, either case, into the digest.
-fn parse_sha256(hex: &str) -> Result<[u8; 32], String> {
+/// 64 hex digits, either case, into the digest; `None` when it is not that.
+fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
     let hex = hex.trim();
     if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "must be 64 hex digits (the output of `printf %s KEY | sha256sum`), got {} characters",
-            hex.len()
-        ));
+        return None;
     }
     let mut digest = [0u8; 32];
     for (i, byte) in digest.iter_mut().enumerate() {
         *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("checked hex");
     }
-    Ok(digest)
+    Some(digest)
 }
 
 /// The names of the keys of the older form (`api_keys_enabled` + `api_keys_env`), by position.
@@ -140,8 +158,8 @@ pub fn legacy_key_name(position: usize) -> String {
 mod tests {
     use super::*;
 
-    fn read(yaml: &str) -> Result<ApiKeyConfig, String> {
-        serde_saphyr::from_str::<ApiKeyConfig>(yaml).map_err(|e| e.to_string())
+    fn read(yaml: &str) -> Result<ApiKeyConfig, serde_saphyr::Error> {
+        serde_saphyr::from_str::<ApiKeyConfig>(yaml)
     }
 
     #[test]
@@ -184,7 +202,7 @@ mod tests {
             ("{ name: ci, value_env: A, deny_tools: [''] }", "is empty"),
             ("{ name: ci, value: secret }", "unknown field"),
         ] {
-            let e = read(yaml).unwrap_err();
+            let e = read(yaml).unwrap_err().to_string();
             assert!(e.contains(says), "{yaml}: {e}");
         }
     }

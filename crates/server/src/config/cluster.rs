@@ -75,21 +75,24 @@ fn redis_url<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Er
 }
 
 /// Why `text` is not a Redis URL this gateway connects to.
-pub fn check_redis_url(text: &str) -> Result<(), String> {
+pub fn check_redis_url(text: &str) -> Result<(), RedisUrlError> {
     if text.contains("${") {
         return Ok(());
     }
     match url::Url::parse(text) {
         Ok(url) if url.scheme() == "redis" && url.has_host() => Ok(()),
-        Ok(url) if url.scheme() == "rediss" => Err(format!(
-            "rediss:// (TLS) is not supported; use redis:// on a private network, got '{}'",
-            redact(text)
-        )),
-        _ => Err(format!(
-            "must be a redis:// URL with a host (redis://127.0.0.1:6379/0), got '{}'",
-            redact(text)
-        )),
+        Ok(url) if url.scheme() == "rediss" => Err(RedisUrlError::Tls(redact(text))),
+        _ => Err(RedisUrlError::NotRedis(redact(text))),
     }
+}
+
+/// A `redis_url` this gateway does not connect to, shown without its password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedisUrlError {
+    #[error("rediss:// (TLS) is not supported; use redis:// on a private network, got '{0}'")]
+    Tls(String),
+    #[error("must be a redis:// URL with a host (redis://127.0.0.1:6379/0), got '{0}'")]
+    NotRedis(String),
 }
 
 fn replica_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
@@ -135,8 +138,8 @@ pub fn redact(url: &str) -> String {
 mod tests {
     use super::*;
 
-    fn parse(yaml: &str) -> Result<ClusterSection, String> {
-        serde_saphyr::from_str(yaml).map_err(|e| e.to_string())
+    fn parse(yaml: &str) -> Result<ClusterSection, serde_saphyr::Error> {
+        serde_saphyr::from_str(yaml)
     }
 
     /// The words /health and the metrics show are the ones the config is written with.
@@ -182,7 +185,7 @@ mod tests {
             ),
             ("redis_url: redis://h\nurl: x\n", "unknown field"),
         ] {
-            let error = parse(yaml).unwrap_err();
+            let error = parse(yaml).unwrap_err().to_string();
             assert!(error.contains(said), "{yaml}: {error}");
         }
     }
@@ -196,7 +199,9 @@ mod tests {
         assert_eq!(redact("${REDIS_URL}"), "${REDIS_URL}");
         assert!(url::Url::parse("redis://u:s3cret@h:port/0").is_err());
         assert_eq!(redact("redis://u:s3cret@h:port/0"), "redis://…");
-        let refused = check_redis_url("http://u:s3cret@h").unwrap_err();
+        let refused = check_redis_url("http://u:s3cret@h")
+            .unwrap_err()
+            .to_string();
         assert!(!refused.contains("s3cret"), "{refused}");
     }
 }

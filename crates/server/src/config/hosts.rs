@@ -99,18 +99,27 @@ impl HostRule {
     }
 }
 
-impl FromStr for HostRule {
-    type Err = String;
+/// An entry of `security.allowed_hosts` or `security.allowed_origins` that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("'{0}' is not a host: write a name, an IP address, name:port or [v6]:port, or *")]
+    NotHost(String),
+    #[error(
+        "'{0}' is not an origin: write scheme://host, scheme://host:port, scheme://host:* (any port) or *"
+    )]
+    NotOrigin(String),
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl FromStr for HostRule {
+    type Err = RuleError;
+
+    fn from_str(text: &str) -> Result<Self, RuleError> {
         if text.trim() == "*" {
             return Ok(HostRule::Any);
         }
-        Authority::parse(text).map(HostRule::Exact).ok_or_else(|| {
-            format!(
-                "'{text}' is not a host: write a name, an IP address, name:port or [v6]:port, or *"
-            )
-        })
+        Authority::parse(text)
+            .map(HostRule::Exact)
+            .ok_or_else(|| RuleError::NotHost(text.to_owned()))
     }
 }
 
@@ -175,18 +184,14 @@ impl OriginRule {
 }
 
 impl FromStr for OriginRule {
-    type Err = String;
+    type Err = RuleError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, RuleError> {
         let text = text.trim();
         if text == "*" {
             return Ok(OriginRule::Any);
         }
-        let wrong = || {
-            format!(
-                "'{text}' is not an origin: write scheme://host, scheme://host:port, scheme://host:* (any port) or *"
-            )
-        };
+        let wrong = || RuleError::NotOrigin(text.to_owned());
         if let Some(base) = text.strip_suffix(":*") {
             let (scheme, rest) = base.split_once("://").ok_or_else(wrong)?;
             let authority = Authority::parse(rest)
@@ -511,19 +516,22 @@ mod tests {
         assert_eq!(rules.last().unwrap().to_string(), "[::1]:8001");
     }
 
-    fn parse(text: &str) -> Result<ServiceConfig, String> {
+    fn parse(text: &str) -> Result<ServiceConfig, ConfigError> {
         ServiceConfig::parse(text, "t.yaml", std::path::PathBuf::from("."))
-            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn a_non_loopback_bind_must_name_its_hosts() {
-        let e = parse("service:\n  name: docs\n  port: 8001\n  host: 0.0.0.0\n").unwrap_err();
+        let e = parse("service:\n  name: docs\n  port: 8001\n  host: 0.0.0.0\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("t.yaml:4:9: service.host '0.0.0.0' is not a loopback address, so security.allowed_hosts must be set"),
             "{e}"
         );
-        let e = parse("service: { name: docs, port: 8001, host: \"::\" }\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8001, host: \"::\" }\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.yaml:1:42: service.host '::'"), "{e}");
         let c = parse("service: { name: docs, port: 8001, host: 0.0.0.0 }\nsecurity: { allowed_hosts: [gateway.lan] }\n").unwrap();
         assert_eq!(
@@ -544,7 +552,7 @@ mod tests {
 
     #[test]
     fn entries_are_checked_where_they_are_written() {
-        let e = parse("service: { name: docs, port: 8001 }\nsecurity:\n  allowed_hosts: [localhost, \"evil host\"]\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8001 }\nsecurity:\n  allowed_hosts: [localhost, \"evil host\"]\n").unwrap_err().to_string();
         assert!(
             e.starts_with("t.yaml:3:30: 'evil host' is not a host"),
             "{e}"
@@ -552,7 +560,8 @@ mod tests {
         let e = parse(
             "service: { name: docs, port: 8001 }\nsecurity:\n  allowed_origins: [app.example]\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("t.yaml:3:21: 'app.example' is not an origin"),
             "{e}"
@@ -583,7 +592,7 @@ mod tests {
             parse("service: { name: docs, port: 8001 }\nsecurity: { cors_origins: [] }\n").unwrap();
         assert_eq!(c.security.origins(), default_allowed_origins().as_slice());
         assert_eq!(c.warnings.len(), 1);
-        let e = parse("service: { name: docs, port: 8001 }\nsecurity: { allowed_hosts: [a.lan] }\nmcp:\n  allowed_hosts: [b.lan]\n").unwrap_err();
+        let e = parse("service: { name: docs, port: 8001 }\nsecurity: { allowed_hosts: [a.lan] }\nmcp:\n  allowed_hosts: [b.lan]\n").unwrap_err().to_string();
         assert!(e.starts_with("t.yaml:4:18: mcp.allowed_hosts is replaced by security.allowed_hosts, which is also set"), "{e}");
         // The old key counts as naming the hosts of a non-loopback bind.
         assert!(parse("service: { name: docs, port: 8001, host: 0.0.0.0 }\nmcp: { allowed_hosts: [gateway.lan] }\n").is_ok());

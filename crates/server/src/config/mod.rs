@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 pub use self::api_keys::{ApiKeyConfig, KeySecret, legacy_key_name};
-pub use self::cluster::{ClusterSection, OnRedisError, check_redis_url, redact};
+pub use self::cluster::{ClusterSection, OnRedisError, RedisUrlError, check_redis_url, redact};
 pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
 pub use self::env::{EnvError, expand_env};
 pub use self::error::ConfigError;

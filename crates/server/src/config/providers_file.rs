@@ -69,15 +69,21 @@ enum SeedKind {
     Grpc,
 }
 
+/// A `type` a providers file does not list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SeedKindError {
+    #[error(
+        "unknown provider type '{0}': a providers file lists grpc providers only (write other kinds in the service config's `providers`)"
+    )]
+    NotGrpc(String),
+}
+
 impl TryFrom<String> for SeedKind {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
+    type Error = SeedKindError;
+    fn try_from(value: String) -> Result<Self, SeedKindError> {
         match value.as_str() {
             "grpc" => Ok(SeedKind::Grpc),
-            other => Err(format!(
-                "unknown provider type '{other}': a providers file lists grpc providers only \
-                 (write other kinds in the service config's `providers`)"
-            )),
+            _ => Err(SeedKindError::NotGrpc(value)),
         }
     }
 }
@@ -158,10 +164,9 @@ mod tests {
     /// The enabled entries, the names of the disabled ones, and the notices.
     type Parsed = (Vec<ProviderConfig>, Vec<String>, Vec<String>);
 
-    fn parsed(text: &str) -> Result<Parsed, String> {
+    fn parsed(text: &str) -> Result<Parsed, ConfigError> {
         let mut notices = Vec::new();
-        let entries =
-            parse(text, "providers.yaml".into(), &mut notices).map_err(|e| e.to_string())?;
+        let entries = parse(text, "providers.yaml".into(), &mut notices)?;
         Ok((
             entries.enabled.into_iter().map(|p| p.value).collect(),
             entries
@@ -202,7 +207,7 @@ mod tests {
     #[test]
     fn an_unknown_type_is_refused_where_it_is_written() {
         let text = "providers:\n  - name: a\n    type: grpc\n    address: h:1\n  - name: b\n    type: soap\n    address: h:2\n";
-        let e = parsed(text).unwrap_err();
+        let e = parsed(text).unwrap_err().to_string();
         assert!(e.starts_with("providers.yaml:6:11: "), "{e}");
         assert!(
             e.contains("unknown provider type 'soap': a providers file lists grpc providers only"),
@@ -213,25 +218,31 @@ mod tests {
     #[test]
     fn other_mistakes_have_their_positions_too() {
         let e = parsed("providers:\n  - { name: a, type: grpc, address: \"h:1\", tls: {} }\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("providers.yaml:2:") && e.contains("unknown field `tls`"),
             "{e}"
         );
-        let e = parsed("providers:\n  - { name: A, type: grpc, address: \"h:1\" }\n").unwrap_err();
+        let e = parsed("providers:\n  - { name: A, type: grpc, address: \"h:1\" }\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("providers.yaml:2:") && e.contains("provider name 'A'"),
             "{e}"
         );
-        let e = parsed("providers:\n  - { name: a, address: \"h:1\" }\n").unwrap_err();
+        let e = parsed("providers:\n  - { name: a, address: \"h:1\" }\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("providers.yaml:2:") && e.contains("type"),
             "{e}"
         );
         let e = parsed("providers:\n  - { name: a, type: grpc, address: \"h:1\", enabled: yes }\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("providers.yaml:2:"), "{e}");
-        let e = parsed("services: []\n").unwrap_err();
+        let e = parsed("services: []\n").unwrap_err().to_string();
         assert!(e.contains("unknown field `services`"), "{e}");
     }
 }

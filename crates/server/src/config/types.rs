@@ -15,9 +15,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct ServiceName(String);
 
 impl TryFrom<String> for ServiceName {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
-        check_name(&value, "service name").map(|()| ServiceName(value))
+    type Error = ValueError;
+    fn try_from(value: String) -> Result<Self, ValueError> {
+        if is_name(&value) {
+            Ok(ServiceName(value))
+        } else {
+            Err(ValueError::ServiceName(value))
+        }
     }
 }
 
@@ -27,22 +31,36 @@ impl TryFrom<String> for ServiceName {
 pub struct ProviderName(String);
 
 impl TryFrom<String> for ProviderName {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
-        check_name(&value, "provider name").map(|()| ProviderName(value))
+    type Error = ValueError;
+    fn try_from(value: String) -> Result<Self, ValueError> {
+        if is_name(&value) {
+            Ok(ProviderName(value))
+        } else {
+            Err(ValueError::ProviderName(value))
+        }
     }
 }
 
-fn check_name(value: &str, what: &str) -> Result<(), String> {
+/// Whether `value` follows `^[a-z][a-z0-9-]*$`.
+fn is_name(value: &str) -> bool {
     let mut chars = value.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    if first_ok && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} '{value}' must match ^[a-z][a-z0-9-]*$ (lowercase letter, then lowercase letters, digits, '-')"
-        ))
-    }
+    first_ok && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A value that is not what its setting takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error(
+        "service name '{0}' must match ^[a-z][a-z0-9-]*$ (lowercase letter, then lowercase letters, digits, '-')"
+    )]
+    ServiceName(String),
+    #[error(
+        "provider name '{0}' must match ^[a-z][a-z0-9-]*$ (lowercase letter, then lowercase letters, digits, '-')"
+    )]
+    ProviderName(String),
+    #[error("port must be from 1024 to 65535, got {0}")]
+    Port(i64),
 }
 
 macro_rules! string_newtype {
@@ -79,11 +97,11 @@ impl Port {
 }
 
 impl TryFrom<i64> for Port {
-    type Error = String;
-    fn try_from(value: i64) -> Result<Self, String> {
+    type Error = ValueError;
+    fn try_from(value: i64) -> Result<Self, ValueError> {
         match u16::try_from(value) {
             Ok(port) if port >= 1024 => Ok(Port(port)),
-            _ => Err(format!("port must be from 1024 to 65535, got {value}")),
+            _ => Err(ValueError::Port(value)),
         }
     }
 }

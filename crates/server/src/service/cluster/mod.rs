@@ -25,7 +25,9 @@ use chrono::{DateTime, Utc};
 use contract::{ClusterReport, RedisState, ToolUsage};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use crate::config::{ClusterSection, EnvError, OnRedisError, check_redis_url, expand_env, redact};
+use crate::config::{
+    ClusterSection, EnvError, OnRedisError, RedisUrlError, check_redis_url, expand_env, redact,
+};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -43,7 +45,7 @@ pub enum ClusterError {
     #[error("cluster.redis_url: {0}")]
     Env(#[from] EnvError),
     #[error("cluster.redis_url: {0}")]
-    Url(String),
+    Url(#[from] RedisUrlError),
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     #[error("redis did not answer within {0:?}")]
@@ -125,7 +127,7 @@ impl Cluster {
     /// command): a replica starts, and serves, while Redis is down. Needs the runtime.
     pub fn connect(&self) -> Result<(), ClusterError> {
         let url = expand_env(&self.configured_url)?;
-        check_redis_url(&url).map_err(ClusterError::Url)?;
+        check_redis_url(&url)?;
         let client = redis::Client::open(url.as_str())?;
         // One reconnect attempt per command: the command's own timeout bounds the wait, and
         // the next command (or the watch loop's ping) tries again.
