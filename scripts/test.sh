@@ -36,6 +36,7 @@ export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance
 step "install cargo-llvm-cov and llvm-tools"
 coverage_env --clean-profiles
 step "cargo test: build"
+built_after="$(mktemp)"
 cargo test --workspace --locked --no-run
 step "cargo test: run"
 cargo test --workspace --locked -- "$@"
@@ -57,6 +58,10 @@ MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-grap
 step "load test"
 scripts/loadtest-ci.sh --profile dev --no-build
 step "coverage report"
+# A test executable an earlier build left beside the one this build made of the same crate (another
+# feature set, a build of older code): the report would read its old lines as not run.
+coverage_drop_superseded "$debug/deps" "$built_after"
+rm -f "$built_after"
 # The coverage gate (SC-012): line coverage of every test above, test modules not counted.
 # Reports in target/coverage/ (html/index.html, summary.txt per file, crates.txt per crate).
 if (($#)); then

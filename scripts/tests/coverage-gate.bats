@@ -49,3 +49,30 @@ gate() { python3 "$REPO/scripts/lib/coverage_by_crate.py" "$BATS_TEST_TMPDIR/lco
 @test "scripts/test.sh gates server, contract and wrappers at 90 %" {
   grep -q -- '--min 90 crates/server crates/contract crates/wrappers' "$REPO/scripts/test.sh"
 }
+
+@test "a test executable an earlier build left beside this build's of the same crate is dropped" {
+  deps="$BATS_TEST_TMPDIR/deps"
+  mkdir -p "$deps"
+  for f in contract-old contract-lib-new server-kept helper-old libmacro-old.so; do
+    printf '#!/bin/sh\n' >"$deps/$f"
+    chmod +x "$deps/$f"
+  done
+  printf 'not an executable\n' >"$deps/contract-old.d"
+  touch -d '2 hours ago' "$deps/contract-old" "$deps/server-kept" "$deps/helper-old" \
+    "$deps/libmacro-old.so" "$deps/contract-old.d"
+  stamp="$BATS_TEST_TMPDIR/stamp"
+  touch -d '1 hour ago' "$stamp"
+  # Built after the stamp: this build's contract executable (its crate is `contract-lib`), and a
+  # newer `helper-x` that makes the old `helper-old` (crate `helper`) superseded.
+  printf '#!/bin/sh\n' >"$deps/helper-x"
+  chmod +x "$deps/helper-x"
+  run bash -c '. "$1/scripts/lib/coverage.sh"; coverage_drop_superseded "$2" "$3"' _ "$REPO" "$deps" "$stamp"
+  [ "$status" -eq 0 ]
+  [ ! -e "$deps/helper-old" ]
+  [ -e "$deps/helper-x" ]
+  # No build of `contract` or `server` came after the stamp: theirs stay; so do libraries and
+  # files that are not executables.
+  [ -e "$deps/contract-old" ] && [ -e "$deps/server-kept" ]
+  [ -e "$deps/libmacro-old.so" ] && [ -e "$deps/contract-old.d" ]
+  [ -e "$deps/contract-lib-new" ]
+}
