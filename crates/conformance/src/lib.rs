@@ -12,6 +12,7 @@ pub mod probes;
 pub mod report;
 pub mod schema_gen;
 pub mod spec;
+pub mod tasks;
 pub mod tester;
 pub mod tools;
 
@@ -34,6 +35,7 @@ pub fn run(options: Options) -> Result<Report, String> {
     probes::request_id_echo(&mut t);
     tools::run(&mut t, &tools);
     catalog::run(&mut t);
+    tasks::run(&mut t, &tools);
     t.report
         .skip("tool-output", "no tool that ran declares an output_schema");
     if t.options.mcp {

@@ -67,6 +67,10 @@ pub const CHECKS: &[(&str, &str)] = &[
         "resources are read, prompts rendered and their args_schema enforced, unknown ones 404 RESOURCE_NOT_FOUND / PROMPT_NOT_FOUND (when the service offers any)",
     ),
     (
+        "tasks",
+        "a call with Prefer: respond-async answers 202 with Location /tasks/{id}, the task is read until it ends with the call's result, unknown tasks are 404 NOT_FOUND (when the document has /tasks/{id})",
+    ),
+    (
         "mcp",
         "tools/list at /mcp equals GET /tools and tools/call agrees with POST /call-tool",
     ),
@@ -170,6 +174,13 @@ impl Report {
             note: None,
         });
         self.tools.last_mut().expect("just pushed")
+    }
+
+    /// Whether a valid call of `tool` answered 200.
+    pub fn exercised(&self, tool: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.name == tool && t.status == ToolStatus::Exercised)
     }
 
     /// A valid call of `tool` answered 200.

@@ -13,6 +13,7 @@ pub mod registry;
 pub mod resource;
 pub mod service_document;
 pub mod strict_json;
+pub mod task;
 pub mod tool;
 pub mod validation;
 
@@ -31,6 +32,7 @@ pub use resource::{
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
     ResourceTemplatesResponse, ResourcesResponse, uri_syntax_error,
 };
+pub use task::{TaskError, TaskInfo, TaskStatus};
 pub use tool::{
     QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, UntypedResult, qualified_name,
 };

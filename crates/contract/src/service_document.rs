@@ -387,7 +387,8 @@ impl<'a> TypedTool<'a> {
     /// The error examples of `responses` told about this tool ([`Self::own_error`]).
     fn own_errors(&self, responses: &mut Value) {
         for (status, response) in responses.as_object_mut().into_iter().flatten() {
-            if status == "200" {
+            // The successes (200, and the 202 of a task) have no error examples.
+            if status.starts_with('2') {
                 continue;
             }
             let examples = &mut response["content"]["application/json"]["examples"];

@@ -60,7 +60,7 @@ pub enum EnvelopeViolation {
     /// `code` answered with another status than the contract's table gives it.
     #[error("code {code} must answer {}, not {status}", .code.http_status())]
     StatusOfCode { code: ErrorCode, status: u16 },
-    /// A successful answer with a status other than 200.
+    /// A successful answer with a status other than 200 (or 202, a call accepted as a task).
     #[error("success=true with status {0}")]
     StatusOfSuccess(u16),
     /// `request_id` is a string but not a UUID v4.
@@ -100,7 +100,7 @@ fn join(violations: &[EnvelopeViolation]) -> String {
 ///
 /// - it is an object with `success`, `request_id` and `timestamp`, and no key outside [`KEYS`];
 /// - `success` is a boolean; when true, `data` is present, `error` and `code` absent, and the
-///   status is 200; when false, `error` (a string) and `code` present and `data` absent;
+///   status is 200 (202 for a call accepted as a task, `Prefer: respond-async`); when false, `error` (a string) and `code` present and `data` absent;
 /// - `code` is one of [`ErrorCode`] and `status` is that code's status in the contract's table
 ///   ([`ErrorCode::http_status`]);
 /// - `request_id` is a UUID v4 string ([`is_uuid_v4`]);
@@ -143,7 +143,7 @@ pub fn check(body: &Value, status: u16) -> Result<(), EnvelopeViolations> {
                 });
             }
         }
-        if success && status != 200 {
+        if success && status != 200 && status != 202 {
             found.push(EnvelopeViolation::StatusOfSuccess(status));
         }
     }
@@ -374,11 +374,13 @@ mod tests {
     }
 
     #[test]
-    fn success_answers_200() {
+    fn success_answers_200_or_202_for_an_accepted_task() {
         assert_eq!(
             violations(&success(), 201),
             [EnvelopeViolation::StatusOfSuccess(201)]
         );
+        assert!(violations(&success(), 202).is_empty());
+        assert!(violations(&success(), 200).is_empty());
     }
 
     #[test]

@@ -13,9 +13,9 @@ use crate::{
     ErrorCode, HealthResponse, HealthStatus, IndexState, InstanceReport, Meta, NameConflict,
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
     RedisState, ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, ToolFailure,
-    ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage, ToolsResponse, ValidationIssue,
-    WatcherState,
+    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, TaskError,
+    TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage,
+    ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -87,6 +87,9 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (InstanceReport::name(), InstanceReport::schema()),
         (IndexState::name(), IndexState::schema()),
         (WatcherState::name(), WatcherState::schema()),
+        (TaskInfo::name(), TaskInfo::schema()),
+        (TaskStatus::name(), TaskStatus::schema()),
+        (TaskError::name(), TaskError::schema()),
         (SkippedFiles::name(), SkippedFiles::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
@@ -170,6 +173,15 @@ pub(super) fn components() -> utoipa::openapi::Components {
                 Some(Ref::from_schema_name("PromptResponse").into()),
                 &["data"],
                 "POST /prompts/{name} answer: the rendered messages.",
+            ),
+        )
+        .schema(
+            "TaskEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("TaskInfo").into()),
+                &["data"],
+                "A task: the 202 that started it, GET /tasks/{id} and DELETE /tasks/{id}.",
             ),
         )
         .schema(

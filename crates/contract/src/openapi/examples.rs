@@ -200,6 +200,8 @@ pub(super) fn success_example(op: &Operation) -> Value {
             .expect("example serializes"),
             Meta { execution_time_ms: Some(2), ..Meta::default() },
         ),
+        "getTask" => return task_example(crate::TaskStatus::Completed),
+        "cancelTask" => return task_example(crate::TaskStatus::Cancelled),
         _ => (
             json!({"content": [{"type": "text", "text": "Echo: héllo ✓"}]}),
             Meta { execution_time_ms: Some(3), tool: Some("echo".into()), ..Meta::default() },
@@ -267,6 +269,33 @@ pub(super) fn error_example(op: &Operation, code: ErrorCode) -> Value {
         EXAMPLE_REQUEST_ID.into(),
         EXAMPLE_TIMESTAMP.into(),
         meta,
+    );
+    serde_json::to_value(envelope).expect("example serializes")
+}
+
+/// The envelope of a task (a 202, `GET /tasks/{id}`, `DELETE /tasks/{id}`), `status` as given.
+pub(super) fn task_example(status: crate::TaskStatus) -> Value {
+    let done = status == crate::TaskStatus::Completed;
+    let task = crate::TaskInfo {
+        task_id: "3f1c2d4e-5b6a-4c7d-8e9f-0a1b2c3d4e5f".into(),
+        tool: "simulate-research-query".into(),
+        status,
+        created_at: EXAMPLE_TIMESTAMP.into(),
+        updated_at: EXAMPLE_TIMESTAMP.into(),
+        poll_interval_ms: 1000,
+        result: done
+            .then(|| json!({"content": [{"type": "text", "text": "# Research Report: python"}]})),
+        error: None,
+    };
+    let envelope = Envelope::ok(
+        serde_json::to_value(task).expect("example serializes"),
+        EXAMPLE_REQUEST_ID.into(),
+        EXAMPLE_TIMESTAMP.into(),
+        Some(Meta {
+            execution_time_ms: Some(0),
+            tool: Some("simulate-research-query".into()),
+            ..Meta::default()
+        }),
     );
     serde_json::to_value(envelope).expect("example serializes")
 }

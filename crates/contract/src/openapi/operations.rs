@@ -46,6 +46,19 @@ const LIST_ERRORS: &[ErrorCode] = &[
     ErrorCode::ServiceUnavailable,
 ];
 
+/// Codes a read or a cancel of a task can answer.
+const TASK_ERRORS: &[ErrorCode] = &[
+    ErrorCode::InvalidRequest,
+    ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
+    ErrorCode::NotFound,
+    ErrorCode::MethodNotAllowed,
+    ErrorCode::HeadersTooLarge,
+    ErrorCode::RateLimited,
+    ErrorCode::InternalError,
+    ErrorCode::ServiceUnavailable,
+];
+
 pub(super) const OPERATIONS: &[Operation] = &[
     Operation {
         path: "/tools",
@@ -166,6 +179,31 @@ pub(super) const OPERATIONS: &[Operation] = &[
             ErrorCode::ServiceUnavailable,
             ErrorCode::Timeout,
         ],
+    },
+    Operation {
+        path: "/tasks/{id}",
+        method: HttpMethod::Get,
+        id: "getTask",
+        summary: "Read a task",
+        description: "A tool call started with `Prefer: respond-async` (202 and `Location: \
+            /tasks/{id}`): `status` is `working` until the call ends, then `completed` with the \
+            tool's `data` in `result`, `failed` with the call's `error` (the code and message \
+            the call would have answered), or `cancelled`. Poll every `poll_interval_ms`. A task \
+            is its caller's alone (another API key or address gets 404) and is kept 10 minutes \
+            after it ends.",
+        success: "TaskEnvelope",
+        errors: TASK_ERRORS,
+    },
+    Operation {
+        path: "/tasks/{id}",
+        method: HttpMethod::Delete,
+        id: "cancelTask",
+        summary: "Cancel a task",
+        description: "Cancels the task's call if it still runs (the upstream request is \
+            cancelled) and answers the task as it is then: `cancelled`, or its end if it had \
+            ended before.",
+        success: "TaskEnvelope",
+        errors: TASK_ERRORS,
     },
     Operation {
         path: "/health",

@@ -22,6 +22,8 @@ fn tag_of(path: &str) -> &'static str {
         "health"
     } else if path == "/metrics" {
         "metrics"
+    } else if path.starts_with("/tasks") {
+        "tasks"
     } else {
         "tools"
     }
@@ -68,6 +70,28 @@ pub(super) fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .required(Required::True)
                 .description(Some(
                     "The prompt: its served name or its qualified name `{provider}.{name}`.",
+                ))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    if op.path == "/tasks/{id}" {
+        builder = builder.parameter(
+            ParameterBuilder::new()
+                .name("id")
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .description(Some("The task's id, from the 202 that started it."))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    if super::operations::is_call(op) {
+        builder = builder.parameter(
+            ParameterBuilder::new()
+                .name("Prefer")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "`respond-async` (RFC 7240): run the call as a task and answer 202 at once, with `Location: /tasks/{id}`. The call is judged first (scope, tool, arguments): what it would refuse is refused as without the preference.",
                 ))
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
         );

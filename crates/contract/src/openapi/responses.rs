@@ -81,6 +81,9 @@ pub(super) fn responses(op: &Operation) -> utoipa::openapi::Responses {
         )
     };
     let mut builder = ResponsesBuilder::new().response("200", success);
+    if super::operations::is_call(op) {
+        builder = builder.response("202", accepted(op));
+    }
     let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
     for code in op.errors {
         by_status.entry(code.http_status()).or_default().push(*code);
@@ -126,4 +129,42 @@ pub(super) fn responses(op: &Operation) -> utoipa::openapi::Responses {
         builder = builder.response(status.to_string(), response);
     }
     builder.build()
+}
+
+/// The 202 of a call run as a task (`Prefer: respond-async`): the task, where to read it.
+fn accepted(op: &Operation) -> ResponseBuilder {
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let response = ResponseBuilder::new()
+        .description("Accepted (`Prefer: respond-async`): the call runs as a task; `data` is the task, `Location` where to read it.")
+        .header("X-Request-Id", request_id_header())
+        .header(
+            "Location",
+            HeaderBuilder::new()
+                .schema(text())
+                .description(Some("`/tasks/{id}`: the task, for `GET` and `DELETE`."))
+                .build(),
+        )
+        .header(
+            "Preference-Applied",
+            HeaderBuilder::new()
+                .schema(text())
+                .description(Some("`respond-async` (RFC 7240)."))
+                .build(),
+        )
+        .header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                .description(Some("Seconds to wait before reading the task."))
+                .build(),
+        );
+    with_rate_limit_headers(response, op, 202).content(
+        "application/json",
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("TaskEnvelope")))
+            .example(Some(super::examples::task_example(
+                crate::TaskStatus::Working,
+            )))
+            .build(),
+    )
 }

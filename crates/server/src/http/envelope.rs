@@ -188,6 +188,21 @@ fn finish(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
+            if let Some(location) = reply
+                .accepted_at
+                .as_deref()
+                .and_then(|l| HeaderValue::from_str(l).ok())
+            {
+                // A task: where to read it, that the preference was followed, when to read.
+                parts.headers.insert(header::LOCATION, location);
+                parts.headers.insert(
+                    "preference-applied",
+                    HeaderValue::from_static("respond-async"),
+                );
+                parts
+                    .headers
+                    .insert(header::RETRY_AFTER, HeaderValue::from(1));
+            }
             if code.is_some_and(ErrorCode::has_retry_after) {
                 let seconds = reply.retry_after.unwrap_or(1);
                 parts
@@ -294,7 +309,13 @@ mod tests {
             .route("/mcp/x", get(|| async { StatusCode::NOT_FOUND }))
             .route("/sse", get(|| async { StatusCode::NOT_FOUND }))
             .route("/messages", post(|| async { StatusCode::NOT_FOUND }))
-            .route("/mcpx", get(|| async { StatusCode::NOT_FOUND }));
+            .route("/mcpx", get(|| async { StatusCode::NOT_FOUND }))
+            .route(
+                "/accepted",
+                get(|| async {
+                    Reply::accepted(serde_json::json!({"task_id": "t"}), "/tasks/t".into())
+                }),
+            );
         super::super::with_layers(routes, super::super::unit_service(""))
     }
 
@@ -307,6 +328,24 @@ mod tests {
 
     fn get_(path: &str) -> Request<Body> {
         Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    /// A call accepted as a task: 202 and the envelope, with where to read it, that the
+    /// preference was followed, and when to read it.
+    #[tokio::test]
+    async fn an_accepted_reply_is_202_with_its_location() {
+        let (status, headers, body) = send(get_("/accepted")).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        assert_eq!(headers[header::LOCATION], "/tasks/t");
+        assert_eq!(headers["preference-applied"], "respond-async");
+        assert_eq!(headers[header::RETRY_AFTER], "1");
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(contract::envelope::check(&body, 202).is_ok(), "{body}");
+        assert_eq!(body["data"]["task_id"], "t");
+        // An ordinary success has none of them.
+        let (status, headers, _) = send(get_("/status/200")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!headers.contains_key(header::LOCATION));
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{Method, Uri, header};
+use axum::http::{HeaderMap, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use contract::{ErrorCode, HealthStatus, Meta, ToolRequest};
 use serde_json::Value;
@@ -14,7 +14,7 @@ use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::rate_limit::Client;
-use crate::service::{self, CallRequest, CatalogRequest, Service};
+use crate::service::{self, CallRequest, CatalogRequest, Service, TaskRequest};
 use crate::telemetry::TraceContext;
 
 /// The tools the client may use: every tool, or its API key's scope.
@@ -30,6 +30,7 @@ pub async fn call_tool(
     axum::Extension(header_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<ToolRequest>,
 ) -> Reply {
     let body_id = match request.request_id.as_deref().map(RequestId::parse) {
@@ -42,15 +43,15 @@ pub async fn call_tool(
     };
     let request_id = body_id.clone().unwrap_or(header_id);
     let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
-    let mut reply = run(
-        &service,
-        &request.tool,
-        request.arguments,
-        &request_id,
-        &client,
-        &trace,
-    )
-    .await;
+    let call = Call {
+        tool: &request.tool,
+        arguments: request.arguments,
+        request_id: &request_id,
+        client: &client,
+        trace: &trace,
+        respond_async: respond_async(&headers),
+    };
+    let mut reply = run(&service, call).await;
     reply.request_id = body_id;
     reply
 }
@@ -60,31 +61,72 @@ pub async fn call_tool_by_name(
     axum::Extension(request_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
+    headers: HeaderMap,
     Path(tool): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
 ) -> Reply {
     let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
-    run(&service, &tool, arguments, &request_id, &client, &trace).await
+    let call = Call {
+        tool: &tool,
+        arguments,
+        request_id: &request_id,
+        client: &client,
+        trace: &trace,
+        respond_async: respond_async(&headers),
+    };
+    run(&service, call).await
 }
 
-async fn run(
-    service: &Service,
-    tool: &str,
+/// A REST tool call, by either route.
+struct Call<'a> {
+    tool: &'a str,
     arguments: JsonObject,
-    request_id: &RequestId,
-    client: &Client,
-    trace: &TraceContext,
-) -> Reply {
+    request_id: &'a RequestId,
+    client: &'a Client,
+    trace: &'a TraceContext,
+    /// `Prefer: respond-async`: run it as a task and answer 202 at once.
+    respond_async: bool,
+}
+
+/// Whether a `Prefer` header (RFC 7240) asks for `respond-async`.
+fn respond_async(headers: &HeaderMap) -> bool {
+    headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|preference| preference.split([';', '=']).next().unwrap_or("").trim())
+        .any(|token| token.eq_ignore_ascii_case("respond-async"))
+}
+
+async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
     // REST takes a qualified name too (`{provider}.{name}`); from here on the call is the
     // served tool's, so limits, metrics and `meta.tool` all say the served name. MCP
     // `tools/call` takes served names only: its clients call what `tools/list` names.
-    let tool = &service.served_name(tool);
+    let tool = &service.served_name(call.tool);
+    if call.respond_async {
+        let started = service.start_task(TaskRequest {
+            tool: tool.clone(),
+            arguments: call.arguments,
+            request_id: call.request_id.as_str().to_owned(),
+            client: call.client.clone(),
+            trace: call.trace.clone(),
+        });
+        let reply = match started {
+            Ok(task) => Reply::accepted(
+                serde_json::to_value(task.info()).unwrap_or(Value::Null),
+                format!("/tasks/{}", task.id),
+            ),
+            Err(failure) => Reply::from(failure),
+        };
+        return reply.with_tool(tool);
+    }
     let request = CallRequest {
         tool,
-        arguments,
-        request_id: request_id.as_str(),
-        client,
-        trace,
+        arguments: call.arguments,
+        request_id: call.request_id.as_str(),
+        client: call.client,
+        trace: call.trace,
         progress: None,
         caller: None,
     };
@@ -93,6 +135,40 @@ async fn run(
         Err(failure) => Reply::from(failure),
     };
     reply.with_tool(tool)
+}
+
+/// GET /tasks/{id}: the task's status, then its result or error.
+pub async fn get_task(
+    State(service): State<Arc<Service>>,
+    axum::Extension(client): axum::Extension<Client>,
+    Path(id): Path<String>,
+) -> Reply {
+    match service.task(&id, &client) {
+        Some(task) => Reply::ok(serde_json::to_value(task.info()).unwrap_or(Value::Null))
+            .with_tool(&task.tool),
+        None => no_such_task(&id),
+    }
+}
+
+/// DELETE /tasks/{id}: cancels the task if it still works; the task as it is then.
+pub async fn cancel_task(
+    State(service): State<Arc<Service>>,
+    axum::Extension(client): axum::Extension<Client>,
+    Path(id): Path<String>,
+) -> Reply {
+    match service.cancel_task(&id, &client) {
+        Some(task) => Reply::ok(serde_json::to_value(task.info()).unwrap_or(Value::Null))
+            .with_tool(&task.tool),
+        None => no_such_task(&id),
+    }
+}
+
+/// A task id this client has no task by (an unknown one, one forgotten, another's).
+fn no_such_task(id: &str) -> Reply {
+    Reply::error(
+        ErrorCode::NotFound,
+        format!("Task '{}' not found", id.escape_default()),
+    )
 }
 
 /// GET /resources: every provider's resources.
@@ -242,4 +318,32 @@ pub async fn method_not_allowed(method: Method, uri: Uri) -> Reply {
         ErrorCode::MethodNotAllowed,
         format!("Method {method} is not allowed on {}", uri.path()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefer(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append("prefer", v.parse().unwrap());
+        }
+        headers
+    }
+
+    /// RFC 7240: preferences are comma-separated tokens with optional values and parameters,
+    /// matched without regard to case, in any of several `Prefer` fields.
+    #[test]
+    fn respond_async_is_found_among_preferences() {
+        assert!(respond_async(&prefer(&["respond-async"])));
+        assert!(respond_async(&prefer(&["wait=10, Respond-Async"])));
+        assert!(respond_async(&prefer(&[
+            "return=minimal",
+            "respond-async; x=1"
+        ])));
+        assert!(!respond_async(&prefer(&["return=representation"])));
+        assert!(!respond_async(&prefer(&["respond-asynchronously"])));
+        assert!(!respond_async(&HeaderMap::new()));
+    }
 }

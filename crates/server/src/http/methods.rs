@@ -16,6 +16,8 @@ use crate::service::Service;
 
 const GET: &[Method] = &[Method::GET, Method::HEAD];
 const POST: &[Method] = &[Method::POST];
+/// A task: read it, or cancel it.
+const TASK: &[Method] = &[Method::GET, Method::HEAD, Method::DELETE];
 /// rmcp's Streamable HTTP endpoint: POST messages, GET the stream, DELETE the session.
 const MCP: &[Method] = &[Method::GET, Method::HEAD, Method::POST, Method::DELETE];
 
@@ -42,6 +44,7 @@ pub fn allowed(path: &str) -> Option<&'static [Method]> {
         {
             Some(POST)
         }
+        _ if task_id(path).is_some() => Some(TASK),
         _ => None,
     }
 }
@@ -76,8 +79,15 @@ pub fn route(path: &str) -> &'static str {
         {
             "/prompts/{name}"
         }
+        _ if task_id(path).is_some() => "/tasks/{id}",
         _ => "other",
     }
+}
+
+/// The id in `/tasks/{id}`.
+fn task_id(path: &str) -> Option<&str> {
+    path.strip_prefix("/tasks/")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
 /// The `Allow` header value of a path's methods, OPTIONS included.
@@ -146,6 +156,7 @@ mod tests {
             (Method::CONNECT, "/tools/echo"),
             (Method::PUT, "/mcp"),
             (Method::POST, "/docs/"),
+            (Method::POST, "/tasks/0b6c"),
         ] {
             let response = refusal(&method, path).expect("refused");
             assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
@@ -163,6 +174,10 @@ mod tests {
         assert_eq!(route("/tools/any-name_at.all"), "/tools/{name}");
         assert_eq!(route("/tools/a/b"), "other");
         assert_eq!(route("/prompts/simple-prompt"), "/prompts/{name}");
+        assert_eq!(route("/tasks/0b6c"), "/tasks/{id}");
+        assert_eq!(route("/tasks/"), "other");
+        assert_eq!(route("/tasks/a/b"), "other");
+        assert_eq!(allowed("/tasks/0b6c"), Some(TASK));
         assert_eq!(route("/metrics"), "/metrics");
         assert_eq!(route("/docs/swagger-ui.css"), "/docs");
         assert_eq!(route("/mcp/"), "/mcp");

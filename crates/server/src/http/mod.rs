@@ -59,6 +59,10 @@ pub fn routes(service: Arc<Service>) -> Router {
         )
         .route("/prompts", get(handlers::list_prompts))
         .route("/prompts/{name}", post(handlers::get_prompt))
+        .route(
+            "/tasks/{id}",
+            get(handlers::get_task).delete(handlers::cancel_task),
+        )
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route("/metrics", get(handlers::metrics))

@@ -40,6 +40,8 @@ pub struct Reply {
     pub request_id: Option<RequestId>,
     /// Seconds for `Retry-After` (429 and 503).
     pub retry_after: Option<u64>,
+    /// Where the work it accepted can be followed (`Location` of a 202: a task's URL).
+    pub accepted_at: Option<String>,
 }
 
 impl Reply {
@@ -49,6 +51,7 @@ impl Reply {
             meta: Box::default(),
             request_id: None,
             retry_after: None,
+            accepted_at: None,
         }
     }
 
@@ -59,6 +62,7 @@ impl Reply {
             meta: Box::default(),
             request_id: None,
             retry_after: None,
+            accepted_at: None,
         }
     }
 
@@ -68,6 +72,15 @@ impl Reply {
             meta: Box::default(),
             request_id: None,
             retry_after: None,
+            accepted_at: None,
+        }
+    }
+
+    /// 202 Accepted: `data` says what was accepted, `location` where to follow it.
+    pub fn accepted(data: Value, location: String) -> Self {
+        Reply {
+            accepted_at: Some(location),
+            ..Reply::ok(data)
         }
     }
 
@@ -89,6 +102,7 @@ impl Reply {
 
     pub fn status(&self) -> StatusCode {
         match &self.outcome {
+            Ok(_) if self.accepted_at.is_some() => StatusCode::ACCEPTED,
             Ok(_) => StatusCode::OK,
             Err((code, _)) => StatusCode::from_u16(code.http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),

@@ -99,6 +99,9 @@ impl McpBridge {
             peer: Some(context.peer.clone()),
         };
         let client = self.client(&context);
+        if super::tasks::takes_tasks(&context) {
+            return self.call_as_task(call, client).await;
+        }
         self.run_call(call, client, context.ct.cancelled()).await
     }
 
@@ -228,7 +231,7 @@ fn complete(mut result: CallToolResult) -> CallToolResult {
 
 /// A call's result the way an MCP client expects it: an MCP server's own result as it sent
 /// it; other data as JSON text and, for an object, as `structuredContent`.
-fn rendered(result: CallResult) -> CallToolResult {
+pub(super) fn rendered(result: CallResult) -> CallToolResult {
     let data = match result.output {
         ToolOutput::Mcp(theirs) => return complete(*theirs),
         ToolOutput::Data(data) => data,

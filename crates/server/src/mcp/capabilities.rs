@@ -8,9 +8,11 @@ use crate::provider::Offers;
 /// What the providers behind the service offer, as one server: resources, prompts, logging
 /// and completions only when some provider has them, subscriptions when some takes them.
 pub(super) fn merged_capabilities(offers: &[Offers]) -> ServerCapabilities {
+    // Every tool can run as a task of the gateway's (mcp/tasks.rs).
     let mut capabilities = ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
+        .enable_tasks()
         .build();
     for theirs in offers {
         if theirs.resources {
@@ -71,6 +73,7 @@ mod tests {
                 ..Offers::default()
             },
         ]);
+        assert!(merged.supports_tasks() && none.supports_tasks());
         let resources = merged.resources.unwrap();
         assert_eq!(
             (resources.subscribe, resources.list_changed),

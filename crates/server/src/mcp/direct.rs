@@ -108,6 +108,8 @@ fn asks_nothing_back(capabilities: &ClientCapabilities) -> bool {
     capabilities.sampling.is_none()
         && capabilities.elicitation.is_none()
         && capabilities.roots.is_none()
+        // A client of the tasks extension may get a task instead of an answer (mcp/tasks.rs).
+        && !capabilities.supports_tasks()
 }
 
 /// The `tools/call` in `message` if the gate may answer it as JSON (see the module's words);

@@ -20,6 +20,7 @@ pub mod gate;
 pub mod handler;
 pub mod legacy_sse;
 pub mod sessions;
+mod tasks;
 
 use std::sync::Arc;
 

@@ -38,7 +38,7 @@ pub struct CallRequest<'a> {
 }
 
 /// A call's result, for each surface to render once.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallResult {
     pub output: ToolOutput,
     /// The tool declares an output schema: its data is its structured content as it is.
@@ -53,7 +53,7 @@ impl CallResult {
 }
 
 /// Why a call failed, ready to be answered.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallFailure {
     pub code: ErrorCode,
     pub message: String,
@@ -76,7 +76,7 @@ impl CallFailure {
         }
     }
 
-    fn retry_after(mut self, seconds: u64) -> Self {
+    pub(super) fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
         self
     }
@@ -126,54 +126,11 @@ impl Service {
             progress,
             caller,
         } = request;
-        if !client.may_use(tool) {
-            tracing::warn!(
-                client = client.as_str(),
-                tool,
-                "call refused: tool outside the API key's scope"
-            );
-            return Err(CallFailure::new(
-                ErrorCode::Forbidden,
-                format!(
-                    "Tool '{tool}' is outside the scope of API key '{}'",
-                    client.as_str()
-                ),
-            ));
-        }
-        let client = client.as_str();
         let toolset = self.toolset();
-        let Some(entry) = toolset.registry.get(tool) else {
-            let reasons: Vec<String> = toolset
-                .providers
-                .iter()
-                .filter_map(|p| p.report().missing_tools)
-                .collect();
-            let message = if reasons.is_empty() {
-                format!("Tool '{tool}' not found")
-            } else {
-                format!("Tool '{tool}' not found ({})", reasons.join("; "))
-            };
-            return Err(CallFailure::new(ErrorCode::ToolNotFound, message));
-        };
         let arguments = Value::Object(arguments);
+        let entry = self.checked(&toolset, tool, &arguments, request_id, client)?;
+        let client = client.as_str();
         let provider = entry.provider.name();
-        flow(request_id, tool, "validating", Some(provider));
-        if let Some(validator) = &entry.validator
-            && let Err(issues) = validator.check(&arguments)
-        {
-            self.metrics
-                .call_finished(tool, provider, None, Some(ErrorCode::InvalidArguments));
-            return Err(CallFailure {
-                code: ErrorCode::InvalidArguments,
-                message: format!(
-                    "Arguments do not match the input schema of tool '{tool}': {} problem(s), see meta.validation_errors",
-                    issues.len()
-                ),
-                validation_errors: Some(issues),
-                retry_after: None,
-                output: None,
-            });
-        }
         let Value::Object(arguments) = arguments else {
             unreachable!("built from an object above")
         };
@@ -244,6 +201,65 @@ impl Service {
         self.metrics
             .call_finished(tool, provider, Some(ran), failure);
         result
+    }
+
+    /// What is judged before a call is admitted: the API key's scope (before the tool is looked
+    /// up, so a refusal says nothing of which tools exist), the tool, and its arguments against
+    /// the compiled input schema. A task is judged so before it is accepted.
+    pub(super) fn checked<'t>(
+        &self,
+        toolset: &'t super::toolset::ToolSet,
+        tool: &str,
+        arguments: &Value,
+        request_id: &str,
+        client: &Client,
+    ) -> Result<&'t RegisteredTool, CallFailure> {
+        if !client.may_use(tool) {
+            tracing::warn!(
+                client = client.as_str(),
+                tool,
+                "call refused: tool outside the API key's scope"
+            );
+            return Err(CallFailure::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "Tool '{tool}' is outside the scope of API key '{}'",
+                    client.as_str()
+                ),
+            ));
+        }
+        let Some(entry) = toolset.registry.get(tool) else {
+            let reasons: Vec<String> = toolset
+                .providers
+                .iter()
+                .filter_map(|p| p.report().missing_tools)
+                .collect();
+            let message = if reasons.is_empty() {
+                format!("Tool '{tool}' not found")
+            } else {
+                format!("Tool '{tool}' not found ({})", reasons.join("; "))
+            };
+            return Err(CallFailure::new(ErrorCode::ToolNotFound, message));
+        };
+        let provider = entry.provider.name();
+        flow(request_id, tool, "validating", Some(provider));
+        if let Some(validator) = &entry.validator
+            && let Err(issues) = validator.check(arguments)
+        {
+            self.metrics
+                .call_finished(tool, provider, None, Some(ErrorCode::InvalidArguments));
+            return Err(CallFailure {
+                code: ErrorCode::InvalidArguments,
+                message: format!(
+                    "Arguments do not match the input schema of tool '{tool}': {} problem(s), see meta.validation_errors",
+                    issues.len()
+                ),
+                validation_errors: Some(issues),
+                retry_after: None,
+                output: None,
+            });
+        }
+        Ok(entry)
     }
 }
 

@@ -20,6 +20,7 @@ mod registry;
 mod settings;
 pub mod stats;
 mod subscriptions;
+pub mod tasks;
 mod toolset;
 mod uri_template;
 
@@ -44,6 +45,7 @@ pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
 pub use self::settings::Settings;
 use self::stats::ToolStats;
+pub use self::tasks::{TaskBook, TaskRequest};
 use self::toolset::ToolSet;
 use crate::config::{IDENTIFIER_RULE, ServiceConfig, diff, is_identifier};
 use crate::dependency;
@@ -118,6 +120,8 @@ pub struct Service {
     /// The client sessions, kept across reloads (providers send them what their upstreams
     /// send a client).
     client_sessions: ClientSessions,
+    /// Calls run as tasks (`Prefer: respond-async`), kept across reloads.
+    tasks: TaskBook,
 }
 
 impl Service {
@@ -190,6 +194,7 @@ impl Service {
             providers,
             spans,
             client_sessions,
+            tasks: TaskBook::default(),
             name,
             version,
         }))

@@ -40,5 +40,6 @@ mod resources_prompts;
 mod search_provider;
 mod security;
 mod shipped_services;
+mod tasks;
 mod tool_names;
 mod traces;

@@ -2,10 +2,22 @@
 //! (`session_per_client`): the `tools/call` is entered in the connection's routes for as long
 //! as it runs, so that its progress and the server's requests to its client reach the caller;
 //! a call that is dropped (timeout, caller gone) is cancelled upstream.
+//!
+//! A tool the server runs only as a task (2025-11-25 tasks: `execution.taskSupport:
+//! "required"`, which rmcp's `Tool` does not carry) is learned from its refusal ("requires
+//! task augmentation", given before the tool runs) and from then on sent as a task: the
+//! `tools/call` with `task`, then `tasks/result` on the same connection, which the server
+//! answers when the task ends. The result is the tool's, and the call looks like any other to
+//! the service; what the server asks during the task comes on the `tasks/result` request's
+//! stream and is routed like a call's. Dropping the call sends `tasks/cancel`.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientRequest, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CustomRequest,
+    RequestMetaObject, ServerResult,
+};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
+use serde_json::{Value, json};
 
 use super::client::{CallerRoutes, ProgressRoutes};
 use super::{CallContext, Inner, JsonObject, ToolError};
@@ -24,17 +36,17 @@ pub(super) struct Link {
 }
 
 impl Inner {
-    /// `tools/call`, sent by hand to learn the id and progress token rmcp gives it; with the
-    /// answer, what the server asked of a caller that had no client to ask ([`Refused`]).
-    async fn send_call(
+    /// A request that runs a tool (`tools/call`, or `tasks/result` of its task), sent by hand
+    /// to learn the id and progress token rmcp gives it; with the answer, what the server asked
+    /// of a caller that had no client to ask ([`Refused`]).
+    async fn send_routed(
         &self,
         link: &Link,
-        params: CallToolRequestParams,
+        request: ClientRequest,
         trace: &TraceContext,
         sink: Option<ProgressSink>,
         caller: Option<Caller>,
     ) -> (Result<CallToolResponse, ServiceError>, Refused) {
-        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.meta = Some(trace_meta(trace));
         let handle = match link.peer.send_request_with_option(request, options).await {
@@ -70,13 +82,90 @@ impl Inner {
         cancel.id = None;
         let refused = link.callers.refused.write_unpoisoned().remove(&id);
         let answer = match answer {
-            Ok(rmcp::model::ServerResult::CallToolResult(result)) => {
-                Ok(CallToolResponse::Complete(result))
+            Ok(ServerResult::CallToolResult(result)) => Ok(CallToolResponse::Complete(result)),
+            // `tasks/result`'s answer, when rmcp did not read it as a tool result.
+            Ok(ServerResult::CustomResult(custom)) => {
+                serde_json::from_value::<CallToolResult>(custom.0)
+                    .map(CallToolResponse::Complete)
+                    .map_err(|_| ServiceError::UnexpectedResponse)
             }
             Ok(_) => Err(ServiceError::UnexpectedResponse),
             Err(e) => Err(e),
         };
         (answer, refused)
+    }
+
+    /// `tools/call` of a tool that is not known to need a task; one that refuses to run
+    /// without one is learned and run as a task at once (the refusal comes before it runs).
+    async fn send_call(
+        &self,
+        link: &Link,
+        tool: &str,
+        args: JsonObject,
+        trace: &TraceContext,
+        sink: Option<ProgressSink>,
+        caller: Option<Caller>,
+    ) -> (Result<CallToolResponse, ServiceError>, Refused) {
+        if self.task_tools.read_unpoisoned().contains(tool) {
+            return self.send_task(link, tool, args, trace, sink, caller).await;
+        }
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let (answer, refused) = self
+            .send_routed(link, request, trace, sink.clone(), caller.clone())
+            .await;
+        if !matches!(&answer, Ok(CallToolResponse::Complete(r)) if needs_task(r)) {
+            return (answer, refused);
+        }
+        tracing::info!(
+            service = %self.service, provider = %self.name, tool,
+            "the server runs this tool only as a task: it is called as one from now on"
+        );
+        self.task_tools.write_unpoisoned().insert(tool.to_owned());
+        self.send_task(link, tool, args, trace, sink, caller).await
+    }
+
+    /// A tool run as a task of the server's: created with `tools/call` + `task`, its result
+    /// waited for with `tasks/result` (routed like a call), cancelled if the wait is dropped.
+    async fn send_task(
+        &self,
+        link: &Link,
+        tool: &str,
+        args: JsonObject,
+        trace: &TraceContext,
+        sink: Option<ProgressSink>,
+        caller: Option<Caller>,
+    ) -> (Result<CallToolResponse, ServiceError>, Refused) {
+        let create = json!({"name": tool, "arguments": args, "task": {"ttl": TASK_TTL_MS}});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(create)));
+        let mut options = PeerRequestOptions::no_options();
+        options.meta = Some(trace_meta(trace));
+        let created = match link.peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle.await_response().await,
+            Err(e) => Err(e),
+        };
+        let task_id = match created {
+            // A server that ran it at once after all.
+            Ok(ServerResult::CallToolResult(result)) => {
+                return (Ok(CallToolResponse::Complete(result)), None);
+            }
+            Ok(ServerResult::CustomResult(custom)) => match task_id_of(&custom.0) {
+                Some(id) => id,
+                None => return (Err(ServiceError::UnexpectedResponse), None),
+            },
+            Ok(_) => return (Err(ServiceError::UnexpectedResponse), None),
+            Err(e) => return (Err(e), None),
+        };
+        let mut cancel = CancelTaskOnDrop {
+            peer: link.peer.clone(),
+            tasks: self.shutdown.clone(),
+            task_id: Some(task_id.clone()),
+        };
+        let wait = json!({"taskId": task_id});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(wait)));
+        let answer = self.send_routed(link, request, trace, sink, caller).await;
+        cancel.task_id = None;
+        answer
     }
 
     /// The connection a call or request of `caller` goes on: the caller's own with
@@ -125,7 +214,6 @@ impl Inner {
     ) -> Result<ToolOutput, ToolError> {
         let caller = cx.caller.clone();
         let (link, shared) = self.link_for(caller.as_ref()).await?;
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let mut span = cx
             .trace
             .child(format!("tools/call {tool}"), SpanKind::Client);
@@ -140,7 +228,8 @@ impl Inner {
             cx.timeout,
             self.send_call(
                 &link,
-                params,
+                tool,
+                args,
                 span.context(),
                 cx.progress.clone(),
                 caller.clone(),
@@ -227,6 +316,49 @@ pub(super) fn trace_meta(trace: &TraceContext) -> RequestMetaObject {
     meta
 }
 
+/// How long a task the gateway creates upstream may live (the server may keep it shorter).
+const TASK_TTL_MS: u64 = 300_000;
+
+/// Whether a server refused to run a tool without a task: the TypeScript SDK's answer to a
+/// plain `tools/call` of a tool whose `execution.taskSupport` is `required`, given before the
+/// tool runs (so calling it again as a task does not run it twice).
+fn needs_task(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+        && serde_json::to_value(&result.content)
+            .ok()
+            .and_then(|blocks| blocks.as_array().cloned())
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str().map(str::to_owned))
+            .any(|text| text.contains("requires task augmentation"))
+}
+
+/// The id of the task a task-augmented `tools/call` created (`{task: {taskId, …}}`).
+fn task_id_of(created: &Value) -> Option<String> {
+    created["task"]["taskId"].as_str().map(str::to_owned)
+}
+
+/// Sends `tasks/cancel` for a task whose result is no longer waited for.
+struct CancelTaskOnDrop {
+    peer: Peer<RoleClient>,
+    tasks: Shutdown,
+    task_id: Option<String>,
+}
+
+impl Drop for CancelTaskOnDrop {
+    fn drop(&mut self) {
+        if let Some(task_id) = self.task_id.take() {
+            let peer = self.peer.clone();
+            self.tasks.spawn(async move {
+                let params = json!({"taskId": task_id});
+                let request =
+                    ClientRequest::CustomRequest(CustomRequest::new("tasks/cancel", Some(params)));
+                let _ = peer.send_request(request).await;
+            });
+        }
+    }
+}
+
 /// Sends `notifications/cancelled` for a request that is dropped before its answer.
 struct CancelOnDrop {
     peer: Peer<RoleClient>,
@@ -276,3 +408,34 @@ impl Drop for CallerRoute {
 
 /// What a call's server asked of a caller with no client to ask (`sampling`), if anything.
 type Refused = Option<&'static str>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(v: Value) -> CallToolResult {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// The TypeScript SDK's refusal of a plain call of a task-only tool, and nothing else.
+    #[test]
+    fn a_refusal_for_want_of_a_task_is_told_apart() {
+        let refusal = "MCP error -32601: Tool simulate-research-query requires task augmentation (taskSupport: 'required')";
+        assert!(needs_task(&result(
+            json!({"content": [{"type": "text", "text": refusal}], "isError": true})
+        )));
+        assert!(!needs_task(&result(
+            json!({"content": [{"type": "text", "text": refusal}]})
+        )));
+        assert!(!needs_task(&result(
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+        )));
+    }
+
+    #[test]
+    fn the_task_id_is_read_from_a_created_task() {
+        let created = json!({"task": {"taskId": "t-1", "status": "working", "ttl": 300000}});
+        assert_eq!(task_id_of(&created).as_deref(), Some("t-1"));
+        assert_eq!(task_id_of(&json!({"content": []})), None);
+    }
+}

@@ -90,6 +90,8 @@ pub(super) struct Inner {
     callers: CallerRoutes,
     /// The service's client sessions.
     pub(super) sessions: ClientSessions,
+    /// Tools the server runs only as tasks, learned from its refusals (`call`).
+    pub(super) task_tools: RwLock<std::collections::HashSet<String>>,
     /// `session_per_client`, and the connections it opened.
     pub(super) session_per_client: bool,
     session_links: SessionLinks,
@@ -149,6 +151,7 @@ impl McpProvider {
                 progress: ProgressRoutes::default(),
                 callers: CallerRoutes::default(),
                 sessions: hooks.sessions.clone(),
+                task_tools: RwLock::default(),
                 session_per_client,
                 session_links: SessionLinks::default(),
                 shutdown: children.child(),

@@ -1,0 +1,225 @@
+//! Tool calls as tasks (issue 33), against server-everything's `simulate-research-query`, a
+//! tool its server runs only as a task (2025-11-25 `taskSupport: required`): a plain call works
+//! on both surfaces (the gateway runs it as an upstream task and waits), `Prefer:
+//! respond-async` answers 202 with `Location: /tasks/{id}` for it and for a tool that knows
+//! nothing of tasks, the task is read until it ends and can be cancelled, and a call the
+//! service would refuse is refused at once, not accepted.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+const RESEARCH: &str = "simulate-research-query";
+
+async fn start(gw: &Gateway, tool: &str, arguments: Value) -> Answer {
+    Answer::from(
+        reqwest::Client::new()
+            .post(gw.url("/call-tool"))
+            .header("prefer", "respond-async")
+            .json(&json!({"tool": tool, "arguments": arguments}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+async fn delete(gw: &Gateway, path: &str) -> Answer {
+    Answer::from(
+        reqwest::Client::new()
+            .delete(gw.url(path))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// Reads the task at `location` until it has ended; its last answer.
+async fn ended(gw: &Gateway, location: &str) -> Value {
+    eventually(Duration::from_secs(30), "the task ended", || async {
+        let read = get(gw, location).await;
+        assert_eq!(read.status, 200, "{}", read.body);
+        (read.body["data"]["status"] != "working").then(|| read.body["data"].clone())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_task_only_tool_answers_a_plain_call_on_both_surfaces() {
+    let gw = Gateway::start(
+        "tasks-plain",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let answered = call(&gw, RESEARCH, json!({"topic": "python"})).await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let text = answered.body["data"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("Research Report"), "{text}");
+
+    let mcp = McpSession::open(&gw).await;
+    let answer = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": RESEARCH, "arguments": {"topic": "rust"}}}))
+        .await;
+    let result = &answer["result"];
+    assert_ne!(result["isError"], true, "{answer}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Research Report")),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn respond_async_answers_202_then_the_task_is_read_until_it_ends() {
+    let gw = Gateway::start(
+        "tasks-async",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let accepted = start(&gw, RESEARCH, json!({"topic": "python"})).await;
+    accepted.assert_envelope();
+    assert_eq!(accepted.status, 202, "{}", accepted.body);
+    assert_eq!(accepted.headers["preference-applied"], "respond-async");
+    let task = &accepted.body["data"];
+    assert_eq!(task["status"], "working", "{task}");
+    assert_eq!(task["tool"], RESEARCH);
+    let location = accepted.headers["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        location,
+        format!("/tasks/{}", task["task_id"].as_str().unwrap())
+    );
+
+    let done = ended(&gw, &location).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Research Report")),
+        "{done}"
+    );
+
+    // A tool that knows nothing of tasks runs as one too.
+    let echo = start(&gw, "echo", json!({"message": "later"})).await;
+    assert_eq!(echo.status, 202, "{}", echo.body);
+    let location = echo.headers["location"].to_str().unwrap().to_owned();
+    let done = ended(&gw, &location).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Echo: later",
+        "{done}"
+    );
+
+    // What the call would refuse is refused at once.
+    let refused = start(&gw, "echo", json!({"message": 7})).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.code(), "INVALID_ARGUMENTS");
+    let unknown = start(&gw, "no_such_tool", json!({})).await;
+    assert_eq!(unknown.code(), "TOOL_NOT_FOUND", "{}", unknown.body);
+    let missing = get(&gw, "/tasks/no-such-task").await;
+    missing.assert_envelope();
+    assert_eq!(
+        (missing.status.as_u16(), missing.code()),
+        (404, "NOT_FOUND")
+    );
+}
+
+#[tokio::test]
+async fn a_task_is_cancelled_and_stays_cancelled() {
+    let gw = Gateway::start(
+        "tasks-cancel",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let accepted = start(&gw, RESEARCH, json!({"topic": "slow"})).await;
+    assert_eq!(accepted.status, 202, "{}", accepted.body);
+    let location = accepted.headers["location"].to_str().unwrap().to_owned();
+    let cancelled = delete(&gw, &location).await;
+    cancelled.assert_envelope();
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert_eq!(cancelled.body["data"]["status"], "cancelled");
+    // A later research call runs to its end on the same server; the cancelled task is still
+    // cancelled after it, with no result (the first end of a task is its end).
+    let after = call(&gw, RESEARCH, json!({"topic": "after"})).await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    let read = get(&gw, &location).await;
+    assert_eq!(read.body["data"]["status"], "cancelled", "{}", read.body);
+    assert!(read.body["data"].get("result").is_none());
+    let again = delete(&gw, &location).await;
+    assert_eq!(again.body["data"]["status"], "cancelled");
+}
+
+/// A client of the 2026-07-28 tasks extension (SEP-2663) gets a long call as a task, reads it
+/// with `tasks/get` until it completes, and cancels another with `tasks/cancel`; a short call
+/// is answered at once.
+#[tokio::test]
+async fn an_mcp_client_of_the_tasks_extension_gets_long_calls_as_tasks() {
+    let gw = Gateway::start(
+        "tasks-mcp",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let mcp = McpSession::open_on(
+        reqwest::Client::new(),
+        &gw.url("/mcp"),
+        "tasks-client",
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let short = mcp.ask(call(2, "echo", json!({"message": "now"}))).await;
+    assert_eq!(
+        short["result"]["content"][0]["text"], "Echo: now",
+        "{short}"
+    );
+
+    let created = mcp.ask(call(3, RESEARCH, json!({"topic": "python"}))).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["status"], "working", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let done = eventually(Duration::from_secs(30), "the task completed", || {
+        let mcp = mcp.clone();
+        let task_id = task_id.clone();
+        async move {
+            let got = mcp
+                .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
+                            "params": {"taskId": task_id}}))
+                .await;
+            (got["result"]["status"] != "working").then_some(got)
+        }
+    })
+    .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(
+        done["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Research Report")),
+        "{done}"
+    );
+
+    let other = mcp.ask(call(5, RESEARCH, json!({"topic": "rust"}))).await;
+    let other_id = other["result"]["taskId"].as_str().unwrap().to_owned();
+    let cancelled = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/cancel",
+                    "params": {"taskId": other_id}}))
+        .await;
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    let read = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/get",
+                    "params": {"taskId": other_id}}))
+        .await;
+    assert_eq!(read["result"]["status"], "cancelled", "{read}");
+    let unknown = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/get",
+                    "params": {"taskId": "no-such-task"}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
