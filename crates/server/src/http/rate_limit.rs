@@ -129,9 +129,10 @@ where
     }
 }
 
-/// A legacy SSE message forwarded by another replica of this service.
+/// A legacy SSE message, or a request of a Streamable HTTP session, forwarded by another
+/// replica of this service (which counted it).
 fn forwarded_message(service: &Service, request: &Request) -> bool {
-    request.uri().path() == "/messages"
+    matches!(request.uri().path(), "/messages" | "/mcp")
         && service
             .cluster
             .as_ref()

@@ -117,20 +117,35 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
     response
 }
 
-/// 404 for a session this replica does not hold. With `cluster`, Redis may say which replica
-/// does (the load balancer sent the request elsewhere, most likely because its owner died):
-/// the answer and the log name it; the client initialises again either way, as the spec says.
-async fn unknown_here(book: &SessionBook, session: &str, id: Value) -> Response {
+/// A request for a session this replica does not hold. With `cluster`, Redis may say which
+/// replica does: a balancer without affinity sent the request here, and it is sent on to the
+/// owner, whose answer is passed back (once: a forwarded request is not forwarded again).
+/// When the owner cannot be reached (most likely it died) or none is known, 404, naming the
+/// owner when known; the client initialises again, as the spec says.
+async fn unknown_here(book: &SessionBook, session: &str, id: Value, request: Request) -> Response {
     let owner = match book.cluster() {
         Some(cluster) => cluster
             .session(session)
             .await
-            .filter(|r| r.owner != cluster.replica_id()),
+            .filter(|r| r.owner != cluster.replica_id())
+            .map(|owner| (cluster, owner)),
         None => None,
     };
-    let Some(owner) = owner else {
+    let Some((cluster, owner)) = owner else {
         return session_refusal(&SessionRefusal::Unknown, id);
     };
+    if !cluster.forwarded_by_replica(request.headers()) {
+        match cluster.forward_session_request(&owner, request).await {
+            Ok(answer) => return answer,
+            Err(why) => tracing::info!(
+                target: "mcp_session",
+                session_id = session,
+                owner = %owner.owner,
+                owner_address = %owner.address,
+                "a request for a session of another replica could not be sent on: {why}"
+            ),
+        }
+    }
     tracing::info!(
         target: "mcp_session",
         session_id = session,
@@ -140,7 +155,7 @@ async fn unknown_here(book: &SessionBook, session: &str, id: Value) -> Response 
     );
     let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": jsonrpc::SESSION_NOT_FOUND,
-        "message": format!("MCP session not found on this replica (it belongs to replica {}, which did not take this request): initialize a new session", owner.owner),
+        "message": format!("MCP session not found on this replica (it belongs to replica {}, which could not be reached): initialize a new session", owner.owner),
         "data": {"code": Code::NotFound, "retryable": true, "owner": owner.owner},
     }});
     (StatusCode::NOT_FOUND, Json(answer)).into_response()
@@ -189,8 +204,12 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         let Some(session) = session else {
             return next.run(request).await;
         };
-        if let Err(refusal) = gate.book.touch(&session) {
-            return session_refusal(&refusal, Value::Null);
+        match gate.book.touch(&session) {
+            Err(SessionRefusal::Unknown) => {
+                return unknown_here(&gate.book, &session, Value::Null, request).await;
+            }
+            Err(refusal) => return session_refusal(&refusal, Value::Null),
+            Ok(_) => {}
         }
         let mut response = next.run(request).await;
         if method == Method::DELETE && response.status().is_success() {
@@ -237,7 +256,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
     };
     match gate.book.touch(&session) {
         Err(SessionRefusal::Unknown) => {
-            return unknown_here(&gate.book, &session, id.unwrap_or_default()).await;
+            return unknown_here(&gate.book, &session, id.unwrap_or_default(), request).await;
         }
         Err(refusal) => return session_refusal(&refusal, id.unwrap_or_default()),
         Ok(SessionState::Created) if !allowed_before_handshake(&message) => {

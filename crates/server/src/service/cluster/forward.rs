@@ -1,8 +1,10 @@
-//! Legacy SSE messages (`POST /messages`) for a session another replica holds. A legacy
-//! session is a stream open on one replica, and a load balancer cannot route its posts to it
-//! (the session id is in the query, known only once the stream has started), so a replica
-//! that gets a message for a session whose Redis record names another replica sends it on to
-//! the address in that record. The forwarded request carries a secret the replicas share in
+//! Requests for a session another replica holds, sent on to it: legacy SSE messages
+//! (`POST /messages`: the session id is in the query, known only once the stream has started,
+//! so no balancer can route them), and every request of a Streamable HTTP session
+//! (`/mcp` with `Mcp-Session-Id`) that a balancer without affinity (plain round robin, a
+//! Kubernetes Service) sent to the wrong replica. A replica that gets one for a session whose
+//! Redis record names another replica sends it on to the address in that record and passes
+//! the answer back, streamed. The forwarded request carries a secret the replicas share in
 //! Redis: the owner neither counts it in the rate limit (the replica it reached first did)
 //! nor forwards it again.
 
@@ -60,6 +62,22 @@ pub enum ForwardError {
 pub(super) struct Forwarding {
     secret: OnceLock<String>,
     http: OnceLock<reqwest::Client>,
+    streaming: OnceLock<reqwest::Client>,
+}
+
+/// Headers that belong to one connection (RFC 9110, 7.6.1), not to the request.
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+    )
 }
 
 impl Cluster {
@@ -157,6 +175,69 @@ impl Cluster {
         })
     }
 
+    /// Sends a Streamable HTTP request of session `owner` holds on to it (`/mcp`, the client's
+    /// method, headers and body), and its answer back as it comes: an SSE stream stays a
+    /// stream. Only the hop-by-hop headers stay behind.
+    pub async fn forward_session_request(
+        &self,
+        owner: &SessionRecord,
+        request: axum::extract::Request,
+    ) -> Result<axum::response::Response, ForwardError> {
+        let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
+        let url = url::Url::parse(&format!("http://{}/mcp", owner.address))
+            .map_err(|_| ForwardError::Address(owner.address.clone()))?;
+        if url.path() != "/mcp" || url.port().is_none() {
+            return Err(ForwardError::Address(owner.address.clone()));
+        }
+        let (parts, body) = request.into_parts();
+        let mut passed = HeaderMap::new();
+        for (name, value) in &parts.headers {
+            if !is_hop_by_hop(name) {
+                passed.append(name.clone(), value.clone());
+            }
+        }
+        let marked = HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)?;
+        passed.insert(FORWARDED.clone(), marked);
+        let unreachable = |why: String| ForwardError::Unreachable {
+            owner: owner.owner.clone(),
+            address: owner.address.clone(),
+            why,
+        };
+        let answer = self
+            .streaming_http()
+            .request(parts.method, url)
+            .headers(passed)
+            .body(reqwest::Body::wrap_stream(body.into_data_stream()))
+            .send()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = answer.status();
+        let mut headers = HeaderMap::new();
+        for (name, value) in answer.headers() {
+            if !is_hop_by_hop(name) && name != header::CONTENT_LENGTH {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        let mut response =
+            axum::response::Response::new(axum::body::Body::from_stream(answer.bytes_stream()));
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        Ok(response)
+    }
+
+    /// The client forwarded session requests go out on: as [`Self::http`], with no bound on
+    /// the whole exchange (an SSE stream lives as long as its session), only on connecting.
+    fn streaming_http(&self) -> &reqwest::Client {
+        self.forwarding.streaming.get_or_init(|| {
+            reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(FORWARD_TIMEOUT)
+                .build()
+                .expect("a plain HTTP client builds")
+        })
+    }
+
     /// The client forwarded messages go out on: straight to the replica (no proxy from the
     /// environment), no redirects.
     fn http(&self) -> &reqwest::Client {
@@ -185,6 +266,28 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(FORWARDED.clone(), HeaderValue::from_str(value).unwrap());
         headers
+    }
+
+    #[test]
+    fn only_connection_headers_stay_behind() {
+        for name in [
+            "connection",
+            "keep-alive",
+            "transfer-encoding",
+            "upgrade",
+            "te",
+        ] {
+            assert!(is_hop_by_hop(&HeaderName::from_static(name)), "{name}");
+        }
+        for name in [
+            "mcp-session-id",
+            "authorization",
+            "x-api-key",
+            "accept",
+            "host",
+        ] {
+            assert!(!is_hop_by_hop(&HeaderName::from_static(name)), "{name}");
+        }
     }
 
     #[test]

@@ -138,24 +138,38 @@ struct Haproxy {
 }
 
 /// deploy/haproxy/haproxy.cfg (docs/scaling.md) with a `server` line for each of `backends`
-/// on loopback; it listens where HAPROXY_LISTEN says.
-fn haproxy_cfg(backends: &[(String, u16)]) -> String {
+/// on loopback; it listens where HAPROXY_LISTEN says. Without `sticky`, its stick table is
+/// left out: plain round robin, as a Kubernetes Service or a cloud balancer does.
+fn haproxy_cfg(backends: &[(String, u16)], sticky: bool) -> String {
     let servers: String = backends
         .iter()
         .map(|(name, p)| format!("    server {name} 127.0.0.1:{p} check\n"))
         .collect();
-    format!(
-        "{}{servers}",
-        include_str!("../../../../../deploy/haproxy/haproxy.cfg")
-    )
+    let shipped = include_str!("../../../../../deploy/haproxy/haproxy.cfg");
+    let config: String = shipped
+        .lines()
+        .filter(|line| sticky || !line.trim_start().starts_with("stick"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(sticky || !config.contains("stick"), "{config}");
+    format!("{config}{servers}")
 }
 
 impl Haproxy {
     async fn start(binary: &Path, backends: &[(String, u16)]) -> Haproxy {
+        Haproxy::start_with(binary, backends, true).await
+    }
+
+    /// The balancer without its stick table: each request to the next replica in turn.
+    pub(crate) async fn round_robin(binary: &Path, backends: &[(String, u16)]) -> Haproxy {
+        Haproxy::start_with(binary, backends, false).await
+    }
+
+    async fn start_with(binary: &Path, backends: &[(String, u16)], sticky: bool) -> Haproxy {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let cfg = dir.path().join("haproxy.cfg");
-        std::fs::write(&cfg, haproxy_cfg(backends)).unwrap();
+        std::fs::write(&cfg, haproxy_cfg(backends, sticky)).unwrap();
         let log = std::fs::File::create(dir.path().join("haproxy.log")).unwrap();
         let child = Command::new(binary)
             .arg("-db")

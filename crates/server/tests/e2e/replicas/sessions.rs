@@ -173,6 +173,69 @@ async fn sessions_stick_to_their_replica_and_a_dead_owner_means_404_then_a_new_s
     );
 }
 
+/// Through a balancer with no affinity (round robin, no stick table), a session's requests
+/// land on every replica in turn; those that reach another replica than its owner are sent on
+/// to the owner (its Redis record says where), so every call of the session answers, and its
+/// stream of notifications works from any replica too (issue 33).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_works_through_round_robin_with_no_affinity() {
+    let (redis_bin, haproxy_bin) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    let gws = replicas(2, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
+    let lb = Haproxy::round_robin(&haproxy_bin, &backends(&gws)).await;
+    let client = reqwest::Client::new();
+    let mcp = lb.url("/mcp");
+    let (id, owner) = open_session(&client, &mcp).await;
+    let mut reached = BTreeSet::new();
+    for i in 0..10 {
+        let answer = mcp_post(&client, &mcp, Some(&id), json!({"jsonrpc": "2.0", "id": i + 2,
+            "method": "tools/call", "params": {"name": "echo", "arguments": {"message": format!("rr{i}")}}}))
+        .await;
+        assert_eq!(answer.status(), 200, "request {i}");
+        reached.insert(served_by(&answer).unwrap_or_default());
+        assert_eq!(
+            rpc(answer).await["result"]["content"][0]["text"],
+            format!("Echo: rr{i}"),
+            "request {i}"
+        );
+    }
+    // Round robin brought the calls to both replicas (X-Served-By is the one the balancer
+    // reached); the one that is not the owner sent them on, or they would have been 404.
+    assert_eq!(reached.len(), 2, "{reached:?}, owner {owner}");
+    let forwarded = gws
+        .iter()
+        .flat_map(|gw| gw.log_lines())
+        .filter(|l| {
+            l["target"] == "mcp_session"
+                && l["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("could not be sent on"))
+        })
+        .count();
+    assert_eq!(forwarded, 0, "every request reached the owner");
+    // A GET stream of the session from whichever replica the balancer picks, and its end.
+    let stream = client
+        .get(&mcp)
+        .header("x-api-key", KEY)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    drop(stream);
+    let ended = client
+        .delete(&mcp)
+        .header("x-api-key", KEY)
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+}
+
 /// The next answers (`message` events with an `id`; the server's notifications are skipped) of
 /// a legacy SSE stream, parsed, until `n` have come (10 s at most for each chunk).
 async fn sse_messages(stream: &mut reqwest::Response, n: usize) -> Vec<Value> {
