@@ -50,6 +50,11 @@ pub struct ToolSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub annotations: Option<Value>,
+    /// Icons for the tool, as its provider gives them (MCP `icons`: `[{src, mimeType?, sizes?,
+    /// theme?}]`), for clients that show tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub icons: Option<Value>,
     /// What `data` holds when there is no `output_schema`, so that the service's OpenAPI
     /// document can type it. Set by the provider; not part of GET /tools (a client reads the
     /// typed operation instead).

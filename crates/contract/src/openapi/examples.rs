@@ -93,6 +93,7 @@ pub(super) fn success_example(op: &Operation) -> Value {
                         "required": ["message"]
                     }),
                     annotations: None,
+                    icons: None,
                 }],
             })
             .expect("example serializes"),

@@ -36,6 +36,7 @@ fn real_tools() -> Vec<ToolSchema> {
         output_schema: None,
         untyped_result: crate::UntypedResult::AnyJson,
         annotations: None,
+        icons: None,
     });
     tools
 }

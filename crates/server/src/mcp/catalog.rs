@@ -2,7 +2,8 @@
 //! (the same one REST's routes use, with its admission, timeouts, argument checks and
 //! qualified names, for every provider kind), asked as this session, rendered the way an MCP
 //! client expects. An MCP server's item is answered as it sent it (`native`); another
-//! provider's is built from the contract's fields.
+//! provider's is built from the contract's fields. Lists say `ttlMs: 0` and `cacheScope:
+//! private`: they are asked as this session (its own connections) and change at any time.
 
 use rmcp::ErrorData as McpError;
 use rmcp::RoleServer;
@@ -76,7 +77,8 @@ impl McpBridge {
                 item(r.native, built)
             })
             .collect();
-        result_of(json!({ "resources": items }), "resources/list").unwrap_or_else(|e| {
+        let listed = json!({ "resources": items, "ttlMs": 0, "cacheScope": "private" });
+        result_of(listed, "resources/list").unwrap_or_else(|e| {
             tracing::warn!(service = %self.service.name, "{}", e.message);
             ListResourcesResult::with_all_items(Vec::new())
         })
@@ -98,7 +100,7 @@ impl McpBridge {
             })
             .collect();
         result_of(
-            json!({ "resourceTemplates": items }),
+            json!({ "resourceTemplates": items, "ttlMs": 0, "cacheScope": "private" }),
             "resources/templates/list",
         )
         .unwrap_or_else(|e| {
@@ -153,7 +155,8 @@ impl McpBridge {
                 item(p.native, built)
             })
             .collect();
-        result_of(json!({ "prompts": items }), "prompts/list").unwrap_or_else(|e| {
+        let listed = json!({ "prompts": items, "ttlMs": 0, "cacheScope": "private" });
+        result_of(listed, "prompts/list").unwrap_or_else(|e| {
             tracing::warn!(service = %self.service.name, "{}", e.message);
             ListPromptsResult::with_all_items(Vec::new())
         })

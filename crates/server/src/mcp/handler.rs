@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
     CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
@@ -283,7 +283,26 @@ impl ServerHandler for McpBridge {
             .mcp_tools(&self.client(&context))
             .as_ref()
             .clone();
-        Ok(ListToolsResult::with_all_items(tools))
+        let scope = if self.service.lists_are_private() {
+            CacheScope::Private
+        } else {
+            CacheScope::Public
+        };
+        // Fresh for no time: the list changes on a reload or an upstream's list_changed.
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(scope))
+    }
+
+    /// The tool `name` as `tools/list` lists it (whatever the caller's scope: rmcp reads it to
+    /// check a 2026-07-28 request's `Mcp-Param-*` headers against the tool's `x-mcp-header`
+    /// parameters; the call itself is judged by the service).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.service
+            .mcp_tools(&Client::unknown())
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(

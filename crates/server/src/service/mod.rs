@@ -453,6 +453,15 @@ impl Service {
             .collect()
     }
 
+    /// Whether what a list answers depends on who asks: API keys are on (a key's scope
+    /// filters the tools, and a list must not be served to a client without a key), so MCP
+    /// lists say `cacheScope: private`.
+    pub fn lists_are_private(&self) -> bool {
+        let settings = self.settings();
+        let security = &settings.config.security;
+        security.api_keys_enabled || !security.api_keys.is_empty()
+    }
+
     /// The client sessions of this service.
     pub fn client_sessions(&self) -> &ClientSessions {
         &self.client_sessions

@@ -326,6 +326,7 @@ mod tests {
                     output_schema: None,
                     untyped_result: contract::UntypedResult::AnyJson,
                     annotations: None,
+                    icons: None,
                 })
                 .collect()
         }

@@ -230,6 +230,9 @@ fn mcp_tools(tools: &[ToolSchema]) -> Vec<Tool> {
             if let Some(annotations) = &t.annotations {
                 tool["annotations"] = annotations.clone();
             }
+            if let Some(icons) = &t.icons {
+                tool["icons"] = icons.clone();
+            }
             if let Some(qualified) = &t.qualified_name {
                 tool["_meta"] = json!({ QUALIFIED_NAME_META_KEY: qualified });
             }

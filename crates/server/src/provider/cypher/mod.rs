@@ -78,6 +78,7 @@ impl CypherProvider {
                     annotations: Some(
                         json!({"readOnlyHint": !query.writes(), "openWorldHint": false}),
                     ),
+                    icons: None,
                 },
                 query,
                 result_key,

@@ -112,6 +112,7 @@ fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, GrpcError>
         untyped_result: contract::UntypedResult::AnyJson,
         annotations: None,
         qualified_name: None,
+        icons: None,
     })
 }
 

@@ -338,6 +338,7 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
             annotations: Some(
                 json!({"readOnlyHint": method == reqwest::Method::GET, "openWorldHint": true}),
             ),
+            icons: None,
         },
         mapping: Mapping {
             method,

@@ -166,6 +166,7 @@ pub fn tools_of(
                     annotations: Some(
                         json!({"readOnlyHint": method == "get", "openWorldHint": true}),
                     ),
+                    icons: None,
                 },
                 Mapping {
                     method: verb,

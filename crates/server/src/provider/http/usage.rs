@@ -70,6 +70,7 @@ pub fn tool_schema(name: &str) -> ToolSchema {
         description: "Calls and prompt/completion tokens per model, counted by the gateway from the upstream's answers since it started".into(),
         input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
         annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+        icons: None,
     }
 }
 

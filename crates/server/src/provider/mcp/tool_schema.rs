@@ -31,5 +31,6 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
         description,
         input_schema,
         annotations: json.get("annotations").filter(|a| !a.is_null()).cloned(),
+        icons: json.get("icons").filter(|i| i.is_array()).cloned(),
     }
 }

@@ -44,6 +44,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
         untyped_result: contract::UntypedResult::AnyJson,
         annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
         qualified_name: None,
+        icons: None,
     };
     let limit = |default: u64, max: u64| {
         json!({"type": "integer", "minimum": 1, "maximum": max, "default": default,
