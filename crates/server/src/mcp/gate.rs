@@ -117,6 +117,28 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
     response
 }
 
+/// How long a replica waits for the Redis record of a session it does not know: the owner
+/// writes it off the request path, so a request that a balancer sends elsewhere right after
+/// `initialize` can come before it.
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The Redis record of `session`, polled for up to [`RECORD_WAIT`] while there is none.
+async fn record_of(
+    cluster: &crate::service::cluster::Cluster,
+    session: &str,
+) -> Option<crate::service::cluster::sessions::SessionRecord> {
+    let deadline = tokio::time::Instant::now() + RECORD_WAIT;
+    loop {
+        if let Some(record) = cluster.session(session).await {
+            return Some(record);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// A request for a session this replica does not hold. With `cluster`, Redis may say which
 /// replica does: a balancer without affinity sent the request here, and it is sent on to the
 /// owner, whose answer is passed back (once: a forwarded request is not forwarded again).
@@ -124,8 +146,7 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
 /// owner when known; the client initialises again, as the spec says.
 async fn unknown_here(book: &SessionBook, session: &str, id: Value, request: Request) -> Response {
     let owner = match book.cluster() {
-        Some(cluster) => cluster
-            .session(session)
+        Some(cluster) => record_of(cluster, session)
             .await
             .filter(|r| r.owner != cluster.replica_id())
             .map(|owner| (cluster, owner)),

@@ -65,6 +65,25 @@ pub(super) struct Forwarding {
     streaming: OnceLock<reqwest::Client>,
 }
 
+/// `path` on the replica at `owner.address`, which must be `host:port` and nothing more.
+fn owner_url(owner: &SessionRecord, path: &str) -> Result<url::Url, ForwardError> {
+    let url = url::Url::parse(&format!("http://{}{path}", owner.address))
+        .map_err(|_| ForwardError::Address(owner.address.clone()))?;
+    if url.path() != path || url.port().is_none() {
+        return Err(ForwardError::Address(owner.address.clone()));
+    }
+    Ok(url)
+}
+
+/// `owner` could not be reached, or its answer not read, for `why`.
+fn unreachable(owner: &SessionRecord, why: String) -> ForwardError {
+    ForwardError::Unreachable {
+        owner: owner.owner.clone(),
+        address: owner.address.clone(),
+        why,
+    }
+}
+
 /// Headers that belong to one connection (RFC 9110, 7.6.1), not to the request.
 fn is_hop_by_hop(name: &HeaderName) -> bool {
     matches!(
@@ -134,12 +153,8 @@ impl Cluster {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Forwarded, ForwardError> {
-        let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
-        let mut url = url::Url::parse(&format!("http://{}/messages", owner.address))
-            .map_err(|_| ForwardError::Address(owner.address.clone()))?;
-        if url.path() != "/messages" || url.port().is_none() {
-            return Err(ForwardError::Address(owner.address.clone()));
-        }
+        let marked = self.marked()?;
+        let mut url = owner_url(owner, "/messages")?;
         url.query_pairs_mut().append_pair("sessionId", id);
         let mut passed = HeaderMap::new();
         for name in &PASSED_ON {
@@ -147,13 +162,8 @@ impl Cluster {
                 passed.insert(name.clone(), value.clone());
             }
         }
-        let marked = HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)?;
         passed.insert(FORWARDED.clone(), marked);
-        let unreachable = |why: String| ForwardError::Unreachable {
-            owner: owner.owner.clone(),
-            address: owner.address.clone(),
-            why,
-        };
+        let unreachable = |why: String| unreachable(owner, why);
         let answer = self
             .http()
             .post(url)
@@ -183,12 +193,8 @@ impl Cluster {
         owner: &SessionRecord,
         request: axum::extract::Request,
     ) -> Result<axum::response::Response, ForwardError> {
-        let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
-        let url = url::Url::parse(&format!("http://{}/mcp", owner.address))
-            .map_err(|_| ForwardError::Address(owner.address.clone()))?;
-        if url.path() != "/mcp" || url.port().is_none() {
-            return Err(ForwardError::Address(owner.address.clone()));
-        }
+        let marked = self.marked()?;
+        let url = owner_url(owner, "/mcp")?;
         let (parts, body) = request.into_parts();
         let mut passed = HeaderMap::new();
         for (name, value) in &parts.headers {
@@ -196,13 +202,8 @@ impl Cluster {
                 passed.append(name.clone(), value.clone());
             }
         }
-        let marked = HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)?;
         passed.insert(FORWARDED.clone(), marked);
-        let unreachable = |why: String| ForwardError::Unreachable {
-            owner: owner.owner.clone(),
-            address: owner.address.clone(),
-            why,
-        };
+        let unreachable = |why: String| unreachable(owner, why);
         let answer = self
             .streaming_http()
             .request(parts.method, url)
@@ -223,6 +224,12 @@ impl Cluster {
         *response.status_mut() = status;
         *response.headers_mut() = headers;
         Ok(response)
+    }
+
+    /// The value of [`FORWARDED`]: the replicas' shared secret, once read.
+    fn marked(&self) -> Result<HeaderValue, ForwardError> {
+        let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
+        HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)
     }
 
     /// The client forwarded session requests go out on: as [`Self::http`], with no bound on
