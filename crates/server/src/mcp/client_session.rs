@@ -182,8 +182,13 @@ impl ClientSession for McpClientSession {
         self.id
     }
 
+    /// A handshake-era session: its handshake is done, or at least its `initialize` was
+    /// answered (rmcp keeps the client's info then; a stateless request never has it). The
+    /// second holds for a request that overtakes the handler of `notifications/initialized`,
+    /// which rmcp runs apart from the requests that follow it.
     fn is_session(&self) -> bool {
         self.initialized.load(Ordering::Acquire)
+            || self.peer().is_some_and(|peer| peer.peer_info().is_some())
     }
 
     fn closed(&self) -> BoxFuture<'static, ()> {
