@@ -17,7 +17,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequest, ElicitRequest, GetExtensions,
-    ListRootsRequest, LoggingLevel, RequestId, ServerRequest,
+    ListRootsRequest, LoggingLevel, ProtocolVersion, RequestId, ServerRequest,
 };
 use rmcp::service::OriginatingRequestId;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -183,12 +183,19 @@ impl ClientSession for McpClientSession {
     }
 
     /// A handshake-era session: its handshake is done, or at least its `initialize` was
-    /// answered (rmcp keeps the client's info then; a stateless request never has it). The
-    /// second holds for a request that overtakes the handler of `notifications/initialized`,
-    /// which rmcp runs apart from the requests that follow it.
+    /// answered with a version of the handshake era (a stateless 2026-07-28 request carries
+    /// its client's info too, with its own version). The second holds for a request that
+    /// overtakes the handler of `notifications/initialized`, which rmcp runs apart from the
+    /// requests that follow it.
     fn is_session(&self) -> bool {
         self.initialized.load(Ordering::Acquire)
-            || self.peer().is_some_and(|peer| peer.peer_info().is_some())
+            || self
+                .peer()
+                .and_then(|peer| peer.peer_info())
+                .is_some_and(|info| {
+                    // ISO dates compare as text as they do in time (rmcp compares them so too).
+                    info.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+                })
     }
 
     fn closed(&self) -> BoxFuture<'static, ()> {
