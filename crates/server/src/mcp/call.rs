@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use super::errors::{error_for, jsonrpc};
 use super::handler::McpBridge;
+use super::input_required::{ParkedCalls, RoundTrip};
 use crate::provider::{Caller, ClientSession, ToolOutput};
 use crate::service::{CallRequest, CallResult};
 use crate::telemetry::traceparent::tracestate;
@@ -39,6 +40,9 @@ pub(super) struct ToolCall<'a> {
     pub jsonrpc_id: &'a RequestId,
     /// The session's peer, for progress reports (none when the call cannot report any).
     pub peer: Option<Peer<RoleServer>>,
+    /// Whom the upstream's asks during the call go to, when not the bridge's session (a
+    /// 2026-07-28 call asked in rounds).
+    pub asked: Option<Arc<dyn ClientSession>>,
 }
 
 impl McpBridge {
@@ -87,6 +91,15 @@ impl McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.seen(&context);
+        let client = self.client(&context);
+        if let Some(parked) = &self.parked
+            && (request.request_state.is_some()
+                || (super::input_required::asks_by_rounds(&context)
+                    && !super::tasks::takes_tasks(&context)
+                    && !self.session.is_session()))
+        {
+            return self.call_in_rounds(request, context, client, parked).await;
+        }
         let CallToolRequestParams {
             name, arguments, ..
         } = request;
@@ -97,12 +110,81 @@ impl McpBridge {
             parts: context.extensions.get::<axum::http::request::Parts>(),
             jsonrpc_id: &context.id,
             peer: Some(context.peer.clone()),
+            asked: None,
         };
-        let client = self.client(&context);
         if super::tasks::takes_tasks(&context) {
             return self.call_as_task(call, client).await;
         }
         self.run_call(call, client, context.ct.cancelled()).await
+    }
+
+    /// A call of a 2026-07-28 client, or its retry: what the upstream asks during it goes
+    /// to the client as `input_required` rounds ([`super::input_required`]).
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        client: crate::service::client::Client,
+        parked: &ParkedCalls,
+    ) -> Result<CallToolResponse, McpError> {
+        let CallToolRequestParams {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            ..
+        } = request;
+        let trip = match request_state {
+            Some(state) => {
+                let trip = parked.resumed(&state, client.as_str(), &name).ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!(
+                            "requestState names no call of tool '{name}' waiting for this client's input here (unknown, ended, another client's, or not retried within {} s)",
+                            super::input_required::PARKED_FOR.as_secs()
+                        ),
+                        None,
+                    )
+                })?;
+                trip.answer(input_responses.unwrap_or_default())?;
+                trip
+            }
+            None => {
+                let trip = RoundTrip::new(
+                    self.service.client_sessions(),
+                    client.as_str(),
+                    &name,
+                    context.client_capabilities(),
+                );
+                // Its first round is open before the call starts: what the upstream logs at
+                // once reaches the client.
+                trip.open_round(&context);
+                let bridge = self.clone();
+                let runner = trip.clone();
+                let meta = context.meta.clone();
+                let parts = context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .cloned();
+                let (id, peer) = (context.id.clone(), context.peer.clone());
+                self.service.drain().spawn(async move {
+                    let asked: Arc<dyn ClientSession> = runner.clone();
+                    let call = ToolCall {
+                        name: &name,
+                        arguments: arguments.unwrap_or_default(),
+                        meta: &meta,
+                        parts: parts.as_ref(),
+                        jsonrpc_id: &id,
+                        peer: Some(peer),
+                        asked: Some(asked),
+                    };
+                    let cancelled = runner.cancel.clone().cancelled_owned();
+                    let outcome = bridge.run_call(call, client, cancelled).await;
+                    runner.ended(outcome);
+                });
+                trip
+            }
+        };
+        trip.round(&context, parked).await
     }
 
     /// Runs one call for `client` until it ends or `cancelled` (notifications/cancelled from
@@ -135,7 +217,10 @@ impl McpBridge {
         let started_at = crate::clock::timestamp();
         let started = std::time::Instant::now();
         // What the upstream asks its client during the call goes to this request's client.
-        let session: Arc<dyn ClientSession> = self.session.clone();
+        let session: Arc<dyn ClientSession> = match request.asked {
+            Some(asked) => asked,
+            None => self.session.clone(),
+        };
         let call = self.service.call_tool(CallRequest {
             tool: request.name,
             arguments: request.arguments,

@@ -181,6 +181,7 @@ pub async fn answer(
         parts: Some(&parts),
         jsonrpc_id: &id,
         peer: None,
+        asked: None,
     };
     let message = match bridge
         .run_call(request, client, cancelled.cancelled_owned())

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::direct::{self, DirectSessions};
 use super::errors::jsonrpc;
+use super::input_required::ParkedCalls;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
 use crate::service::Service;
 use crate::shutdown::Shutdown;
@@ -36,6 +37,9 @@ pub struct McpGate {
     /// For the calls answered here ([`super::direct`]).
     pub service: Arc<Service>,
     pub direct: DirectSessions,
+    /// Calls waiting for their 2026-07-28 client's input: a retry for one another replica
+    /// holds is sent on to it.
+    pub parked: ParkedCalls,
     pub in_flight: InFlight,
     pub max_body: usize,
     pub json: JsonLimits,
@@ -182,6 +186,42 @@ async fn unknown_here(book: &SessionBook, session: &str, id: Value, request: Req
     (StatusCode::NOT_FOUND, Json(answer)).into_response()
 }
 
+/// A retry of a call that waits for its client's input on another replica (a balancer without
+/// affinity sent it here): sent on to that replica, whose record names it. Without a record,
+/// or once sent on already, this replica answers it (an unknown state, -32602).
+async fn parked_elsewhere(
+    book: &SessionBook,
+    state: &str,
+    id: Option<Value>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(cluster) = book.cluster()
+        && !cluster.forwarded_by_replica(request.headers())
+        && let Some(owner) = record_of(cluster, state)
+            .await
+            .filter(|r| r.owner != cluster.replica_id())
+    {
+        return match cluster.forward_session_request(&owner, request).await {
+            Ok(answer) => answer,
+            Err(why) => {
+                tracing::info!(
+                    target: "mcp_session",
+                    owner = %owner.owner,
+                    "a retry of a call waiting on another replica could not be sent on: {why}"
+                );
+                let answer = json!({"jsonrpc": "2.0", "id": id.unwrap_or_default(), "error": {
+                    "code": jsonrpc::INVALID_PARAMS,
+                    "message": format!("The call this requestState names waits on replica {}, which could not be reached: call the tool again", owner.owner),
+                    "data": {"code": Code::ServiceUnavailable, "retryable": true, "owner": owner.owner},
+                }});
+                Json(answer).into_response()
+            }
+        };
+    }
+    next.run(request).await
+}
+
 /// The answer to a request sent before the handshake (`initialize`, then
 /// `notifications/initialized`) is done.
 pub fn not_initialized(id: Value) -> Response {
@@ -258,6 +298,12 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         .filter(|id| !id.is_null())
         .cloned();
     let Some(session) = session else {
+        if let Some(state) = message["params"]["requestState"].as_str()
+            && !gate.parked.holds(state)
+            && gate.book.cluster().is_some()
+        {
+            return parked_elsewhere(&gate.book, state, id, request, next).await;
+        }
         if message["method"] != "initialize" {
             return next.run(request).await; // rmcp: a session id is required
         }

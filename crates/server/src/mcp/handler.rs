@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::capabilities::merged_capabilities;
 use super::client_session::McpClientSession;
 use super::direct::DirectSessions;
+use super::input_required::ParkedCalls;
 use crate::provider::{Caller, ClientSession};
 use crate::service::Service;
 use crate::service::client::Client;
@@ -47,6 +48,9 @@ pub struct McpBridge {
     /// Where a `/mcp` session is registered once its handshake is done, for the calls the
     /// gate answers as JSON ([`super::direct`]); none on the legacy transport.
     direct: Option<DirectSessions>,
+    /// The calls of 2026-07-28 clients waiting for their client's input; none on the legacy
+    /// transport, whose clients are asked mid-call.
+    pub(super) parked: Option<ParkedCalls>,
 }
 
 /// The `/mcp` endpoint of a service; `stop` ends every session (on shutdown). Each session
@@ -54,6 +58,7 @@ pub struct McpBridge {
 pub fn endpoint(
     service: Arc<Service>,
     direct: DirectSessions,
+    parked: ParkedCalls,
     stop: CancellationToken,
 ) -> (
     StreamableHttpService<McpBridge, LocalSessionManager>,
@@ -77,6 +82,7 @@ pub fn endpoint(
         move || {
             Ok(McpBridge {
                 direct: Some(direct.clone()),
+                parked: Some(parked.clone()),
                 ..McpBridge::new(service.clone())
             })
         },
@@ -99,6 +105,7 @@ impl McpBridge {
             session,
             opener: None,
             direct: None,
+            parked: None,
         }
     }
 

@@ -18,6 +18,7 @@ mod direct;
 pub mod errors;
 pub mod gate;
 pub mod handler;
+pub mod input_required;
 pub mod legacy_sse;
 pub mod sessions;
 mod tasks;
@@ -40,13 +41,19 @@ pub fn router(service: Arc<Service>) -> Router {
         .with_cluster(service.cluster.clone());
     let stop = service.drain().clone();
     let direct = direct::DirectSessions::default();
-    let (endpoint, rmcp_sessions) =
-        handler::endpoint(service.clone(), direct.clone(), stop.token());
+    let parked = input_required::ParkedCalls::new(service.cluster.clone(), &stop);
+    let (endpoint, rmcp_sessions) = handler::endpoint(
+        service.clone(),
+        direct.clone(),
+        parked.clone(),
+        stop.token(),
+    );
     gate::sweep_sessions(book.clone(), rmcp_sessions, direct.clone(), stop);
     let gate = gate::McpGate {
         book,
         service: service.clone(),
         direct,
+        parked,
         in_flight: gate::InFlight::default(),
         max_body: settings.config.limits.max_body_bytes,
         json: settings.config.limits.json(),

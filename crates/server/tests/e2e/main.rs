@@ -26,6 +26,7 @@ mod mcp_pool;
 mod mcp_provider;
 mod mcp_provider_http;
 mod mcp_provider_supervision;
+mod mcp_rounds;
 mod mcp_server;
 mod mcp_server_sessions;
 mod methods;

@@ -80,6 +80,8 @@ impl Inner {
         let id = handle.id.clone();
         let answer = handle.await_response().await;
         cancel.id = None;
+        // What the server logged during the call reaches its client before the answer.
+        link.callers.logs_handed_on().await;
         let refused = link.callers.refused.write_unpoisoned().remove(&id);
         let answer = match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(CallToolResponse::Complete(result)),

@@ -12,6 +12,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
@@ -43,6 +44,27 @@ pub(super) struct CallerBook {
     /// What the server asked of the caller of a call that has no client to ask it of, by the
     /// call's id: a call that then fails failed for want of it (CAPABILITY_REQUIRED).
     pub(super) refused: Mutex<HashMap<RequestId, &'static str>>,
+    /// Log messages read on the connection, and handed on to the sessions: rmcp hands each
+    /// notification on in a task of its own, so a call's answer waits for those read before
+    /// it ([`CallerBook::logs_handed_on`]) to reach its client first.
+    pub(super) logs_read: AtomicU64,
+    pub(super) logs_told: tokio::sync::watch::Sender<u64>,
+}
+
+/// How long a call's answer waits for the log messages read before it to be handed on.
+const LOG_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl CallerBook {
+    /// Resolves once every log message read so far has been handed on (or after
+    /// [`LOG_DRAIN`]).
+    pub(super) async fn logs_handed_on(&self) {
+        let read = self.logs_read.load(Ordering::Acquire);
+        if *self.logs_told.borrow() >= read {
+            return;
+        }
+        let mut told = self.logs_told.subscribe();
+        let _ = tokio::time::timeout(LOG_DRAIN, told.wait_for(|n| *n >= read)).await;
+    }
 }
 
 /// Where a server's request goes.
@@ -272,6 +294,7 @@ impl ClientHandler for GatewayClient {
         _context: NotificationContext<RoleClient>,
     ) {
         self.tell(ClientNotice::Log(params)).await;
+        self.callers.logs_told.send_modify(|told| *told += 1);
     }
 
     async fn on_resource_updated(

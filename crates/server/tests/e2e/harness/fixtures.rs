@@ -116,6 +116,31 @@ pub async fn start_everything_on(mode: &str, port: u16) -> Killed {
     child
 }
 
+/// A Python fixture server of crates/server/tests/fixtures serving Streamable HTTP on `port`
+/// (`--http PORT`), once it listens.
+pub async fn start_python_server_on(file: &str, port: u16) -> Killed {
+    let child = Killed(
+        Command::new(venv_python())
+            .args([fixture(file).as_str(), "--http", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the fixture server listening",
+        || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await;
+    child
+}
+
 /// The LiteLLM proxy (installed by scripts/install-litellm.sh) with the mock models of
 /// tests/fixtures/litellm.yaml: a real OpenAI-compatible server without weights or network.
 pub struct LiteLlm {

@@ -103,6 +103,7 @@ pub async fn serve(
 ) -> Result<RunningService<RoleClient, GatewayClient>, ConnectError> {
     let (service, provider) = who;
     let routes = handler.progress.clone();
+    let callers = handler.callers.clone();
     match endpoint {
         Endpoint::Stdio(spec) => {
             let (transport, stderr, pid) = spec.spawn().map_err(|source| ConnectError::Spawn {
@@ -123,6 +124,7 @@ pub async fn serve(
                 .serve(ProgressTap::new(
                     IntoTransport::<RoleClient, _, _>::into_transport(transport),
                     routes,
+                    callers,
                 ))
                 .await
                 .map_err(ConnectError::Initialize)
@@ -133,6 +135,7 @@ pub async fn serve(
                     spec.transport().map_err(ConnectError::Client)?,
                 ),
                 routes,
+                callers,
             ))
             .await
             .map_err(|source| ConnectError::Connect {
@@ -145,6 +148,7 @@ pub async fn serve(
                 .serve(ProgressTap::new(
                     IntoTransport::<RoleClient, _, _>::into_transport(transport),
                     routes,
+                    callers,
                 ))
                 .await
                 .map_err(ConnectError::Initialize)

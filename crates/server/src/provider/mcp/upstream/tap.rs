@@ -1,6 +1,8 @@
 //! A transport wrapper that hands each `notifications/progress` to the call it belongs to as
 //! the message is read, in order with the responses: rmcp runs notification handlers in tasks
-//! of their own, so a call's last progress report could otherwise come after its answer.
+//! of their own, so a call's last progress report could otherwise come after its answer. It
+//! counts the log messages read for the same reason (a call's answer waits until they are
+//! handed on: `CallerBook::logs_handed_on`).
 
 use std::future::Future;
 
@@ -10,18 +12,23 @@ use rmcp::service::RxJsonRpcMessage;
 use rmcp::transport::Transport;
 
 use crate::provider::Progress;
-use crate::provider::mcp::client::ProgressRoutes;
+use crate::provider::mcp::client::{CallerRoutes, ProgressRoutes};
 use crate::sync::Unpoisoned;
 
 /// `inner`, with progress routed as it is read.
 pub struct ProgressTap<T> {
     inner: T,
     routes: ProgressRoutes,
+    callers: CallerRoutes,
 }
 
 impl<T> ProgressTap<T> {
-    pub fn new(inner: T, routes: ProgressRoutes) -> Self {
-        ProgressTap { inner, routes }
+    pub fn new(inner: T, routes: ProgressRoutes, callers: CallerRoutes) -> Self {
+        ProgressTap {
+            inner,
+            routes,
+            callers,
+        }
     }
 }
 
@@ -37,6 +44,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(notification) = &message
+            && let ServerNotification::LoggingMessageNotification(_) = &notification.notification
+        {
+            self.callers
+                .logs_read
+                .fetch_add(1, std::sync::atomic::Ordering::Release);
+        }
         if let JsonRpcMessage::Notification(notification) = &message
             && let ServerNotification::ProgressNotification(progress) = &notification.notification
         {

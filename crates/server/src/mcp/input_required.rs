@@ -1,0 +1,637 @@
+//! Multi round-trip requests (MCP 2026-07-28, `input_required`) for what the servers behind
+//! ask during a call. Those servers speak the handshake era: they ask their client mid-call
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`) and wait. A 2026-07-28
+//! client has no stream to be asked on, so the call is *parked*: the client is answered
+//! `input_required` with the asks and a `requestState` naming the parked call, the upstream
+//! keeps waiting, and the client's retry (`inputResponses`, the same `requestState`) answers
+//! the asks and waits for the next round: more asks, or the call's result.
+//!
+//! A parked call is its client's alone (another client's retry is refused as an unknown
+//! state), waits at most [`PARKED_FOR`] for its retry, and a service parks at most
+//! [`MAX_PARKED`] at once. Log messages the servers send during the call reach the client on
+//! each round's stream when it asked for them (`_meta` `io.modelcontextprotocol/logLevel`).
+//! With a cluster, the parked call's record names its replica, and the gate sends a retry
+//! that lands elsewhere on to it (`gate.rs`).
+// rmcp marks logging, sampling and roots deprecated (SEP-2577); 2026-07-28 still asks them
+// through `input_required`.
+#![allow(deprecated)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitRequest,
+    ElicitResult, ErrorCode, InputRequest, InputRequiredResult, InputResponses, ListRootsRequest,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion, RequestId,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::client_session::severity;
+use super::errors::jsonrpc;
+use crate::provider::clients::{
+    ClientAnswer, ClientAsk, ClientNotice, ClientSession, ClientSessions, Membership,
+};
+use crate::service::cluster::Cluster;
+use crate::shutdown::Shutdown;
+use crate::sync::Unpoisoned;
+
+/// How long a parked call waits for its client's retry before it is cancelled.
+pub const PARKED_FOR: Duration = Duration::from_secs(300);
+/// How many calls one service holds parked at once.
+pub const MAX_PARKED: usize = 1000;
+/// How many log messages a parked call holds for its client's next round.
+const MAX_HELD_LOGS: usize = 100;
+
+/// Whether a request is of the stateless era, whose client is asked through `input_required`
+/// (rmcp refuses that answer to an older one).
+pub fn asks_by_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The parked calls of one service, by their `requestState`.
+#[derive(Clone)]
+pub struct ParkedCalls {
+    calls: Arc<Mutex<HashMap<String, Arc<RoundTrip>>>>,
+    cluster: Option<Arc<Cluster>>,
+}
+
+impl ParkedCalls {
+    /// The book of a service; a sweeper cancels calls whose client stopped retrying, until
+    /// `drain` stops (every parked call is cancelled then).
+    pub fn new(cluster: Option<Arc<Cluster>>, drain: &Shutdown) -> ParkedCalls {
+        let parked = ParkedCalls {
+            calls: Arc::default(),
+            cluster,
+        };
+        let sweeper = parked.clone();
+        let stop = drain.clone();
+        drain.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => {
+                        sweeper.sweep(None);
+                        return;
+                    }
+                    _ = tick.tick() => sweeper.sweep(Some(Instant::now())),
+                }
+            }
+        });
+        parked
+    }
+
+    /// Whether this replica holds the parked call `state`.
+    pub fn holds(&self, state: &str) -> bool {
+        self.calls.read_unpoisoned().contains_key(state)
+    }
+
+    pub fn len(&self) -> usize {
+        self.calls.read_unpoisoned().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parked call `state` of `owner`'s, for `tool`: none when unknown, expired, or
+    /// another client's or tool's (a client cannot resume another's call).
+    pub(super) fn resumed(&self, state: &str, owner: &str, tool: &str) -> Option<Arc<RoundTrip>> {
+        self.calls
+            .read_unpoisoned()
+            .get(state)
+            .filter(|trip| trip.owner == owner && trip.tool == tool)
+            .cloned()
+    }
+
+    /// Parks `trip` until its client's retry; false when the book is full.
+    fn park(&self, trip: &Arc<RoundTrip>) -> bool {
+        let mut calls = self.calls.write_unpoisoned();
+        if !calls.contains_key(&trip.state) {
+            if calls.len() >= MAX_PARKED {
+                return false;
+            }
+            calls.insert(trip.state.clone(), trip.clone());
+            if let Some(cluster) = &self.cluster {
+                // Routed as a session of one call: a retry that lands on another replica is
+                // sent on to this one by the record.
+                cluster.session_live(
+                    &trip.state,
+                    "parked",
+                    &crate::clock::timestamp(),
+                    PARKED_FOR,
+                );
+            }
+        }
+        true
+    }
+
+    fn unpark(&self, trip: &RoundTrip) {
+        if self.calls.write_unpoisoned().remove(&trip.state).is_some()
+            && let Some(cluster) = &self.cluster
+        {
+            cluster.session_ended(&trip.state);
+        }
+    }
+
+    /// Cancels the calls parked past [`PARKED_FOR`] (every call when `now` is `None`).
+    fn sweep(&self, now: Option<Instant>) {
+        let expired: Vec<Arc<RoundTrip>> = self
+            .calls
+            .read_unpoisoned()
+            .values()
+            .filter(|trip| now.is_none_or(|now| trip.expired_at(now)))
+            .cloned()
+            .collect();
+        for trip in expired {
+            tracing::info!(
+                target: "mcp_session",
+                tool = %trip.tool,
+                client = %trip.owner,
+                "a call waiting for its client's input was cancelled: no retry came within {} s",
+                PARKED_FOR.as_secs()
+            );
+            trip.cancel.cancel();
+            self.unpark(&trip);
+        }
+    }
+}
+
+/// What the client answers one ask with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum AskKind {
+    Elicitation,
+    Sampling,
+    Roots,
+}
+
+/// One ask of the upstream, waiting for the client's answer.
+struct Ask {
+    request: InputRequest,
+    kind: AskKind,
+    answer: oneshot::Sender<Value>,
+}
+
+/// What changes between rounds.
+#[derive(Default)]
+struct Rounds {
+    /// The asks the client has not answered, by the key its answer comes under.
+    asks: BTreeMap<String, Ask>,
+    next_key: u64,
+    /// The call's answer, once it ended.
+    outcome: Option<Result<CallToolResponse, McpError>>,
+    /// The stream of the round now open (none while the call is parked).
+    peer: Option<Peer<RoleServer>>,
+    /// The log level the client asked for in this round's `_meta` (none: no log messages).
+    log_level: Option<LoggingLevel>,
+    /// Log messages sent while no round was open, for the next one.
+    held_logs: Vec<LoggingMessageNotificationParam>,
+    /// When the call was last parked (none while a round is open).
+    parked_at: Option<Instant>,
+}
+
+/// One tool call of a 2026-07-28 client, over as many rounds as its upstream asks: the
+/// client session the upstream's asks go to.
+pub struct RoundTrip {
+    id: u64,
+    /// The `requestState` the client echoes.
+    state: String,
+    owner: String,
+    tool: String,
+    /// What the client declared it can do, in the first request's `_meta`.
+    capabilities: Option<ClientCapabilities>,
+    rounds: Mutex<Rounds>,
+    changed: Notify,
+    /// Cancels the call (its client went away, or stopped retrying).
+    pub(super) cancel: CancellationToken,
+    _membership: Membership,
+}
+
+impl RoundTrip {
+    /// The round trip of a new call of `owner` to `tool`, entered in `book` (so the log
+    /// messages of shared upstream connections reach it) for as long as it lives.
+    pub fn new(
+        book: &ClientSessions,
+        owner: &str,
+        tool: &str,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Arc<RoundTrip> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // Session ids of the handshake era come from the same space (pools pin by them).
+        let id = u64::MAX / 2 + NEXT.fetch_add(1, Ordering::Relaxed);
+        Arc::new_cyclic(|me: &std::sync::Weak<RoundTrip>| {
+            let me: std::sync::Weak<dyn ClientSession> = me.clone();
+            RoundTrip {
+                id,
+                state: uuid::Uuid::new_v4().simple().to_string(),
+                owner: owner.to_owned(),
+                tool: tool.to_owned(),
+                capabilities,
+                rounds: Mutex::new(Rounds::default()),
+                changed: Notify::new(),
+                cancel: CancellationToken::new(),
+                _membership: book.enter(me, id),
+            }
+        })
+    }
+
+    /// The call ended: its answer, for the round open now or the next.
+    pub fn ended(&self, outcome: Result<CallToolResponse, McpError>) {
+        self.rounds.write_unpoisoned().outcome = Some(outcome);
+        self.changed.notify_waiters();
+    }
+
+    fn expired_at(&self, now: Instant) -> bool {
+        self.rounds
+            .read_unpoisoned()
+            .parked_at
+            .is_some_and(|at| now.duration_since(at) >= PARKED_FOR)
+    }
+
+    /// The client's answers of a retry, each to the ask it names. An answer that does not
+    /// decode as what was asked, or names no ask, is refused (-32602) and answers nothing.
+    pub fn answer(&self, responses: InputResponses) -> Result<(), McpError> {
+        let mut rounds = self.rounds.write_unpoisoned();
+        for (key, value) in &responses {
+            let Some(ask) = rounds.asks.get(key) else {
+                return Err(McpError::invalid_params(
+                    format!("inputResponses names '{key}', which this call did not ask"),
+                    None,
+                ));
+            };
+            decoded(ask.kind, value.clone()).map_err(|why| {
+                McpError::invalid_params(format!("inputResponses['{key}']: {why}"), None)
+            })?;
+        }
+        for (key, value) in responses {
+            if let Some(ask) = rounds.asks.remove(&key) {
+                let _ = ask.answer.send(value);
+            }
+        }
+        Ok(())
+    }
+
+    /// A round opens on `context`'s stream: log messages go to it from now on, at the level
+    /// it asks for; those held while the call was parked are returned, to be sent first.
+    pub fn open_round(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Vec<LoggingMessageNotificationParam> {
+        let mut rounds = self.rounds.write_unpoisoned();
+        rounds.peer = Some(context.peer.clone());
+        rounds.log_level = context.meta.log_level();
+        rounds.parked_at = None;
+        std::mem::take(&mut rounds.held_logs)
+    }
+
+    /// One round: the call's answer if it ends while the round is open, else the asks the
+    /// client must answer (the call is then parked in `book`). The client's going away
+    /// cancels the call.
+    pub async fn round(
+        self: &Arc<Self>,
+        context: &RequestContext<RoleServer>,
+        book: &ParkedCalls,
+    ) -> Result<CallToolResponse, McpError> {
+        for log in self.open_round(context) {
+            let _ = context.peer.notify_logging_message(log).await;
+        }
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(answer) = self.next_answer(book) {
+                return answer;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = context.ct.cancelled() => {
+                    self.cancel.cancel();
+                    book.unpark(self);
+                    return Err(McpError::new(
+                        ErrorCode(jsonrpc::REQUEST_CANCELLED),
+                        "Request cancelled by the client",
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// What ends the round now, if anything: the call's answer, or its unanswered asks.
+    fn next_answer(
+        self: &Arc<Self>,
+        book: &ParkedCalls,
+    ) -> Option<Result<CallToolResponse, McpError>> {
+        let mut rounds = self.rounds.write_unpoisoned();
+        if let Some(outcome) = rounds.outcome.take() {
+            drop(rounds);
+            book.unpark(self);
+            return Some(outcome);
+        }
+        if rounds.asks.is_empty() {
+            return None;
+        }
+        let requests: BTreeMap<String, InputRequest> = rounds
+            .asks
+            .iter()
+            .map(|(key, ask)| (key.clone(), ask.request.clone()))
+            .collect();
+        rounds.peer = None;
+        rounds.parked_at = Some(Instant::now());
+        drop(rounds);
+        if !book.park(self) {
+            self.cancel.cancel();
+            return Some(Err(McpError::new(
+                ErrorCode(jsonrpc::INTERNAL_ERROR),
+                format!(
+                    "Tool '{}' asked its client for input, and {MAX_PARKED} calls of this service already wait for theirs: retry later",
+                    self.tool
+                ),
+                Some(serde_json::json!({
+                    "code": contract::ErrorCode::ServiceUnavailable,
+                    "retryable": true,
+                    "retry_after": 5,
+                })),
+            )));
+        }
+        Some(Ok(CallToolResponse::InputRequired(
+            InputRequiredResult::new(Some(requests), Some(self.state.clone())),
+        )))
+    }
+
+    /// Asks the client in the next round, and waits for its answer.
+    async fn ask_in_round(&self, ask: ClientAsk) -> Result<ClientAnswer, McpError> {
+        let (kind, request) = match ask {
+            ClientAsk::Elicitation(params) => (
+                AskKind::Elicitation,
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            ),
+            ClientAsk::Sampling(params) => (
+                AskKind::Sampling,
+                InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+            ),
+            ClientAsk::Roots => (
+                AskKind::Roots,
+                InputRequest::ListRoots(ListRootsRequest::default()),
+            ),
+        };
+        let (answer, answered) = oneshot::channel();
+        {
+            let mut rounds = self.rounds.write_unpoisoned();
+            rounds.next_key += 1;
+            let key = format!("{}-{}", kind.name(), rounds.next_key);
+            rounds.asks.insert(
+                key,
+                Ask {
+                    request,
+                    kind,
+                    answer,
+                },
+            );
+        }
+        self.changed.notify_waiters();
+        let value = tokio::select! {
+            value = answered => value.map_err(|_| gone(kind))?,
+            _ = self.cancel.cancelled() => return Err(gone(kind)),
+        };
+        decoded(kind, value).map_err(|why| McpError::internal_error(why, None))
+    }
+
+    /// A log message of an upstream: on the open round's stream when the client asked for
+    /// its level, held for the next round while the call is parked.
+    async fn log(&self, message: LoggingMessageNotificationParam) {
+        let peer = {
+            let mut rounds = self.rounds.write_unpoisoned();
+            let Some(level) = rounds.log_level else {
+                return;
+            };
+            if severity(message.level) < severity(level) {
+                return;
+            }
+            match rounds.peer.clone() {
+                Some(peer) => peer,
+                None => {
+                    if rounds.held_logs.len() < MAX_HELD_LOGS {
+                        rounds.held_logs.push(message);
+                    }
+                    return;
+                }
+            }
+        };
+        let _ = peer.notify_logging_message(message).await;
+    }
+}
+
+impl AskKind {
+    fn name(self) -> &'static str {
+        match self {
+            AskKind::Elicitation => "elicitation",
+            AskKind::Sampling => "sampling",
+            AskKind::Roots => "roots",
+        }
+    }
+}
+
+/// The ask's call ended before the client answered.
+fn gone(kind: AskKind) -> McpError {
+    McpError::internal_error(
+        format!("{}: the call ended before its client answered", kind.name()),
+        None,
+    )
+}
+
+/// A client's answer read as what was asked.
+fn decoded(kind: AskKind, value: Value) -> Result<ClientAnswer, String> {
+    let answer = match kind {
+        AskKind::Elicitation => {
+            serde_json::from_value::<ElicitResult>(value).map(ClientAnswer::Elicitation)
+        }
+        AskKind::Sampling => {
+            serde_json::from_value::<CreateMessageResult>(value).map(ClientAnswer::Sampling)
+        }
+        AskKind::Roots => serde_json::from_value::<ListRootsResult>(value).map(ClientAnswer::Roots),
+    };
+    answer.map_err(|e| format!("not a {} result: {e}", kind.name()))
+}
+
+impl ClientSession for RoundTrip {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn is_session(&self) -> bool {
+        false
+    }
+
+    fn closed(&self) -> BoxFuture<'static, ()> {
+        self.cancel.clone().cancelled_owned().boxed()
+    }
+
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.capabilities.clone()
+    }
+
+    fn ask(
+        &self,
+        ask: ClientAsk,
+        _on: Option<RequestId>,
+    ) -> BoxFuture<'_, Result<ClientAnswer, McpError>> {
+        self.ask_in_round(ask).boxed()
+    }
+
+    fn notify(&self, notice: ClientNotice) -> BoxFuture<'_, ()> {
+        async move {
+            // Resource updates and list changes reach a 2026-07-28 client through
+            // subscriptions/listen, not a call's stream.
+            if let ClientNotice::Log(message) = notice {
+                self.log(message).await;
+            }
+        }
+        .boxed()
+    }
+
+    fn is_subscribed(&self, _uri: &str) -> bool {
+        false
+    }
+}
+
+impl Drop for RoundTrip {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trip(book: &ClientSessions) -> Arc<RoundTrip> {
+        RoundTrip::new(book, "alice", "ask", None)
+    }
+
+    fn elicitation() -> ClientAsk {
+        ClientAsk::Elicitation(
+            serde_json::from_value(serde_json::json!({
+                "message": "Name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn an_ask_waits_for_the_answer_under_its_key() {
+        let trip = trip(&ClientSessions::default());
+        let asking = {
+            let trip = trip.clone();
+            tokio::spawn(async move { trip.ask_in_round(elicitation()).await })
+        };
+        let key = loop {
+            if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
+                break key;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(key, "elicitation-1");
+        let mut responses = InputResponses::new();
+        responses.insert(
+            key,
+            serde_json::json!({"action": "accept", "content": {"name": "Ada"}}),
+        );
+        trip.answer(responses).unwrap();
+        match asking.await.unwrap().unwrap() {
+            ClientAnswer::Elicitation(result) => {
+                assert_eq!(result.content.unwrap()["name"], "Ada")
+            }
+            _ => panic!("an elicitation answer"),
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_to_nothing_asked_or_of_the_wrong_kind_are_refused() {
+        let trip = trip(&ClientSessions::default());
+        let mut unknown = InputResponses::new();
+        unknown.insert("roots-9".into(), serde_json::json!({"roots": []}));
+        assert!(trip.answer(unknown).is_err());
+        let asking = {
+            let trip = trip.clone();
+            tokio::spawn(async move { trip.ask_in_round(ClientAsk::Roots).await })
+        };
+        let key = loop {
+            if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
+                break key;
+            }
+            tokio::task::yield_now().await;
+        };
+        let mut wrong = InputResponses::new();
+        wrong.insert(key.clone(), serde_json::json!({"roots": "nope"}));
+        assert!(trip.answer(wrong).is_err(), "not a roots result");
+        assert!(
+            trip.rounds.read_unpoisoned().asks.contains_key(&key),
+            "a refused retry answers nothing"
+        );
+        trip.cancel.cancel();
+        assert!(
+            asking.await.unwrap().is_err(),
+            "a cancelled call's ask fails"
+        );
+    }
+
+    #[test]
+    fn only_its_client_resumes_a_parked_call() {
+        let sessions = ClientSessions::default();
+        let calls = ParkedCalls {
+            calls: Arc::default(),
+            cluster: None,
+        };
+        let trip = trip(&sessions);
+        assert!(calls.park(&trip));
+        assert!(calls.holds(&trip.state));
+        assert!(calls.resumed(&trip.state, "alice", "ask").is_some());
+        assert!(calls.resumed(&trip.state, "mallory", "ask").is_none());
+        assert!(calls.resumed(&trip.state, "alice", "other").is_none());
+        calls.unpark(&trip);
+        assert!(calls.is_empty());
+    }
+
+    #[test]
+    fn a_call_parked_too_long_is_cancelled() {
+        let sessions = ClientSessions::default();
+        let calls = ParkedCalls {
+            calls: Arc::default(),
+            cluster: None,
+        };
+        let trip = trip(&sessions);
+        let long_ago = Instant::now();
+        trip.rounds.write_unpoisoned().parked_at = Some(long_ago);
+        assert!(calls.park(&trip));
+        calls.sweep(Some(long_ago + PARKED_FOR / 2));
+        assert!(!trip.cancel.is_cancelled() && calls.holds(&trip.state));
+        calls.sweep(Some(long_ago + PARKED_FOR));
+        assert!(trip.cancel.is_cancelled() && calls.is_empty());
+    }
+
+    #[test]
+    fn the_book_parks_no_more_than_its_bound() {
+        let sessions = ClientSessions::default();
+        let calls = ParkedCalls {
+            calls: Arc::default(),
+            cluster: None,
+        };
+        let kept: Vec<_> = (0..MAX_PARKED).map(|_| trip(&sessions)).collect();
+        assert!(kept.iter().all(|t| calls.park(t)));
+        assert!(!calls.park(&trip(&sessions)));
+        assert!(calls.park(&kept[0]), "one already parked parks again");
+    }
+}

@@ -1,0 +1,330 @@
+//! Multi round-trip requests (issue 33): a 2026-07-28 client, which has no stream to be asked
+//! on, gets what a handshake-era server behind asks during a call (server-everything's
+//! elicitation, sampling and roots tools) as `input_required` rounds. The retry's
+//! `inputResponses` reach the waiting upstream, the call's result answers the last round,
+//! another client cannot resume the call, and log messages reach a client that asked for
+//! them in `_meta`. Written by hand, so every field on the wire is seen.
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+const ALICE_KEY: &str = "alice-secret-key-0123456789";
+const BOB_KEY: &str = "bob-secret-key-0123456789";
+
+async fn keyed_gateway(name: &str) -> Gateway {
+    let config = format!(
+        "security:\n  api_keys:\n    - {{ name: alice, value_env: MHG_ALICE_KEY }}\n    - {{ name: bob, value_env: MHG_BOB_KEY }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    Gateway::start_env(
+        name,
+        &config,
+        &[("MHG_ALICE_KEY", ALICE_KEY), ("MHG_BOB_KEY", BOB_KEY)],
+    )
+    .await
+}
+
+/// The `_meta` of a 2026-07-28 request of a client that offers `capabilities`.
+fn meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "rounds", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// Sends one stateless `tools/call` as `key`; its answer, the messages before it (an SSE
+/// stream's notifications) and the answer itself.
+async fn call(gw: &Gateway, key: &str, tool: &str, params: Value) -> (Vec<Value>, Value) {
+    let mut params = params;
+    params["name"] = json!(tool);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(gw.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let mut messages: Vec<Value> = match serde_json::from_str(&text) {
+        Ok(one) => vec![one],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect(),
+    };
+    let answer = messages
+        .pop()
+        .unwrap_or_else(|| panic!("no answer: {text}"));
+    (messages, answer)
+}
+
+/// The answer a client that offers everything gives to one input request: an elicitation
+/// declined, a sampling answered with fixed words, its roots.
+fn answer_to(request: &Value) -> Value {
+    match request["method"].as_str() {
+        Some("elicitation/create") => json!({"action": "decline"}),
+        Some("sampling/createMessage") => json!({"role": "assistant", "model": "by-hand",
+                                                 "content": {"type": "text", "text": "sampled words"}}),
+        Some("roots/list") => json!({"roots": [{"uri": "file:///tmp/root-a", "name": "a"}]}),
+        other => panic!("an input request of an unknown kind: {other:?}"),
+    }
+}
+
+/// Calls `tool` as a client that offers everything and answers every round, as the SDKs
+/// do, until the call's result: the methods it was asked, in order, and the result.
+async fn driven(gw: &Gateway, key: &str, tool: &str, arguments: Value) -> (Vec<String>, Value) {
+    let offers = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+    let mut params = json!({"arguments": arguments, "_meta": meta(offers)});
+    let mut asked = Vec::new();
+    for _ in 0..5 {
+        let (_, answer) = call(gw, key, tool, params.clone()).await;
+        let result = &answer["result"];
+        if result["resultType"] != "input_required" {
+            return (asked, answer);
+        }
+        let mut responses = serde_json::Map::new();
+        for (key, request) in result["inputRequests"].as_object().expect("inputRequests") {
+            asked.push(request["method"].as_str().unwrap().to_owned());
+            responses.insert(key.clone(), answer_to(request));
+        }
+        params["requestState"] = result["requestState"].clone();
+        params["inputResponses"] = Value::Object(responses);
+    }
+    panic!("{tool}: still asking after 5 rounds: {asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_client_is_asked_in_rounds_and_only_it_resumes_its_call() {
+    let gw = keyed_gateway("mcp-rounds").await;
+    let offers = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+
+    // Each kind of ask reaches the client and its answer reaches the tool.
+    let (asked, done) = driven(&gw, ALICE_KEY, "trigger-elicitation-request", json!({})).await;
+    assert!(
+        asked.contains(&"elicitation/create".to_owned()),
+        "{asked:?}"
+    );
+    assert!(done.to_string().contains("declined"), "{done}");
+    let (asked, done) = driven(
+        &gw,
+        ALICE_KEY,
+        "trigger-sampling-request",
+        json!({"prompt": "hello"}),
+    )
+    .await;
+    assert!(
+        asked.contains(&"sampling/createMessage".to_owned()),
+        "{asked:?}"
+    );
+    assert!(done.to_string().contains("sampled words"), "{done}");
+
+    // The elicitation's request as the upstream sent it, then the retries only its client
+    // may make.
+    let (_, first) = call(
+        &gw,
+        ALICE_KEY,
+        "trigger-elicitation-request",
+        json!({"arguments": {}, "_meta": meta(offers.clone())}),
+    )
+    .await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let (key, request) = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, r)| r["method"] == "elicitation/create")
+        .map(|(k, r)| (k.clone(), r.clone()))
+        .unwrap_or_else(|| panic!("an elicitation: {first}"));
+    assert!(
+        request["params"]["requestedSchema"]["properties"].is_object(),
+        "{request}"
+    );
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let retry = |answer: Value| {
+        json!({"arguments": {}, "_meta": meta(offers.clone()),
+               "requestState": state, "inputResponses": {&key: answer}})
+    };
+    let (_, stolen) = call(
+        &gw,
+        BOB_KEY,
+        "trigger-elicitation-request",
+        retry(json!({"action": "decline"})),
+    )
+    .await;
+    assert_eq!(
+        stolen["error"]["code"], -32602,
+        "another client's: {stolen}"
+    );
+    let (_, wrong) = call(
+        &gw,
+        ALICE_KEY,
+        "trigger-elicitation-request",
+        retry(json!({"roots": []})),
+    )
+    .await;
+    assert_eq!(
+        wrong["error"]["code"], -32602,
+        "not an elicitation's answer: {wrong}"
+    );
+    let (_, done) = call(
+        &gw,
+        ALICE_KEY,
+        "trigger-elicitation-request",
+        retry(json!({"action": "accept", "content": {}})),
+    )
+    .await;
+    assert!(done.get("error").is_none(), "the call still waited: {done}");
+    let (_, spent) = call(
+        &gw,
+        ALICE_KEY,
+        "trigger-elicitation-request",
+        retry(json!({"action": "decline"})),
+    )
+    .await;
+    assert_eq!(
+        spent["error"]["code"], -32602,
+        "spent once answered: {spent}"
+    );
+
+    // Roots: server-everything asks once per connection and keeps the answer.
+    let (_, done) = driven(&gw, ALICE_KEY, "get-roots-list", json!({})).await;
+    assert!(done.get("error").is_none(), "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_client_that_offers_nothing_is_answered_for_and_asked_nothing() {
+    let gw = keyed_gateway("mcp-rounds-none").await;
+    let (_, done) = call(
+        &gw,
+        ALICE_KEY,
+        "trigger-elicitation-request",
+        json!({"arguments": {}, "_meta": meta(json!({}))}),
+    )
+    .await;
+    assert_ne!(done["result"]["resultType"], "input_required", "{done}");
+    assert!(done.get("error").is_none(), "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_messages_reach_a_2026_client_that_asked_for_them() {
+    let gw = Gateway::start(
+        "mcp-rounds-logs",
+        &format!(
+            "providers:\n  - {{ name: meta, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+            venv_python(),
+            fixture("mrtr_server.py")
+        ),
+    )
+    .await;
+    let mut asking = meta(json!({}));
+    asking["io.modelcontextprotocol/logLevel"] = json!("info");
+    let (before, done) = call(
+        &gw,
+        "unused",
+        "log_and_echo",
+        json!({"arguments": {"message": "logged"}, "_meta": asking}),
+    )
+    .await;
+    assert!(done.to_string().contains("logged"), "{done}");
+    let levels: Vec<&str> = before
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .filter_map(|m| m["params"]["level"].as_str())
+        .collect();
+    assert!(
+        levels.contains(&"info") && levels.contains(&"warning") && !levels.contains(&"debug"),
+        "info and above, as asked: {before:?}"
+    );
+    let (before, _) = call(
+        &gw,
+        "unused",
+        "log_and_echo",
+        json!({"arguments": {"message": "quiet"}, "_meta": meta(json!({}))}),
+    )
+    .await;
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "notifications/message"),
+        "none when not asked: {before:?}"
+    );
+}
+
+/// The calls of the SDK comparisons: every kind of ask, several in one call, and logs.
+const SDK_CALLS: &str = r#"[["ask_name",{}],["ask_model",{"prompt":"hi"}],["ask_roots",{}],["ask_all",{}],["log_and_echo",{"message":"hey"}],["pick_enums",{}]]"#;
+
+/// What the official Python SDK's client in `mode` saw calling [`SDK_CALLS`] at `url`.
+async fn sdk_saw(url: &str, mode: &str) -> Value {
+    let mut seen = run_python(vec![
+        fixture("mrtr_client.py"),
+        url.to_owned(),
+        mode.to_owned(),
+        SDK_CALLS.to_owned(),
+        "info".to_owned(),
+    ])
+    .await;
+    seen.as_object_mut().unwrap().remove("protocol_version");
+    if mode == "legacy" {
+        // A session's log messages come on its own GET stream, not on the call's (rmcp routes
+        // notifications so), so their order against the calls' answers is not kept: they are
+        // compared all together.
+        let mut logs: Vec<Value> = Vec::new();
+        for call in seen["calls"].as_array_mut().unwrap() {
+            logs.append(call["logs"].as_array_mut().unwrap());
+        }
+        logs.sort_by_key(|log| log.to_string());
+        seen["logs"] = Value::Array(logs);
+    }
+    seen
+}
+
+/// The official Python SDK's client, in the 2026-07-28 era and in the handshake era, sees the
+/// same through the gateway as directly from a server written with the SDK's `MCPServer`,
+/// whether the gateway reaches it over Streamable HTTP or runs it over stdio: the same
+/// questions (the five enum forms of an elicitation's schema among them), answers, results
+/// and log messages.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_sdk_sees_through_the_gateway_what_it_sees_directly() {
+    let port = free_port();
+    let _server = start_python_server_on("mrtr_server.py", port).await;
+    let direct = format!("http://127.0.0.1:{port}/mcp");
+    let over_http = Gateway::start(
+        "rounds-sdk-http",
+        &format!("providers:\n  - {{ name: mrtr, kind: mcp, url: \"{direct}\" }}\n"),
+    )
+    .await;
+    let over_stdio = Gateway::start(
+        "rounds-sdk-stdio",
+        &format!(
+            "providers:\n  - {{ name: mrtr, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+            venv_python(),
+            fixture("mrtr_server.py")
+        ),
+    )
+    .await;
+    for mode in ["2026-07-28", "legacy"] {
+        let expected = sdk_saw(&direct, mode).await;
+        let calls = expected["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 6, "{expected}");
+        assert!(
+            calls.iter().all(|c| c["isError"] != true),
+            "directly, every call works: {expected}"
+        );
+        for (gw, upstream) in [(&over_http, "Streamable HTTP"), (&over_stdio, "stdio")] {
+            let seen = sdk_saw(&gw.url("/mcp"), mode).await;
+            assert_eq!(
+                seen, expected,
+                "{mode} through the gateway over {upstream}: what the client saw differs from directly"
+            );
+        }
+    }
+}
