@@ -346,3 +346,72 @@ async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_onc
         "{record:?}"
     );
 }
+
+/// A 2026-07-28 call that waits for its client's input is held by one replica; its retry,
+/// which round robin brings to either, is sent on to that one (the parked call's Redis record
+/// says which), so every call ends with its result (issue 33).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_calls_retry_reaches_its_replica_through_round_robin() {
+    let (redis_bin, haproxy_bin) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    let gws = replicas(2, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
+    let lb = Haproxy::round_robin(&haproxy_bin, &backends(&gws)).await;
+    let client = reqwest::Client::new();
+    let mcp = lb.url("/mcp");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}});
+    let post = |params: Value| {
+        client
+            .post(&mcp)
+            .header("x-api-key", KEY)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "trigger-elicitation-request")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+            .send()
+    };
+    let mut crossed = 0;
+    for i in 0..4 {
+        let first =
+            post(json!({"name": "trigger-elicitation-request", "arguments": {}, "_meta": meta}))
+                .await
+                .unwrap();
+        let holder = served_by(&first).unwrap_or_default();
+        let first = rpc(first).await;
+        assert_eq!(
+            first["result"]["resultType"], "input_required",
+            "call {i}: {first}"
+        );
+        let (key, _) = first["result"]["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        let mut responses = serde_json::Map::new();
+        responses.insert(key.clone(), json!({"action": "decline"}));
+        // The record is written off the request path: the replica that does not hold the call
+        // waits for it (as for a session's).
+        let retry = post(
+            json!({"name": "trigger-elicitation-request", "arguments": {}, "_meta": meta,
+                                "requestState": first["result"]["requestState"],
+                                "inputResponses": responses}),
+        )
+        .await
+        .unwrap();
+        if served_by(&retry).unwrap_or_default() != holder {
+            crossed += 1;
+        }
+        let done = rpc(retry).await;
+        assert!(
+            done.to_string().contains("declined"),
+            "call {i}: the retry reached the waiting call: {done}"
+        );
+    }
+    assert!(
+        crossed > 0,
+        "round robin brought a retry to the other replica"
+    );
+}
