@@ -47,7 +47,8 @@ pub use self::naming::{
 pub use self::provider::{
     CypherProviderConfig, CypherTool, Growth, GrpcProviderConfig, GrpcTls, HttpProviderConfig,
     HttpTool, HttpTransport, McpProviderConfig, McpTransport, ProviderCommon, ProviderConfig,
-    RootKind, SearchProviderConfig, SearchRoot, StdioTransport, check_grpc_address,
+    RootKind, SearchProviderConfig, SearchRoot, StdioTransport, UpstreamProtocol,
+    check_grpc_address,
 };
 pub use self::providers_file::FileProviders;
 pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};

@@ -5,6 +5,8 @@
 //! another client cannot resume the call, and log messages reach a client that asked for
 //! them in `_meta`. Written by hand, so every field on the wire is seen.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::harness::*;
@@ -260,7 +262,7 @@ async fn log_messages_reach_a_2026_client_that_asked_for_them() {
 }
 
 /// The calls of the SDK comparisons: every kind of ask, several in one call, and logs.
-const SDK_CALLS: &str = r#"[["ask_name",{}],["ask_model",{"prompt":"hi"}],["ask_roots",{}],["ask_all",{}],["log_and_echo",{"message":"hey"}],["pick_enums",{}]]"#;
+const SDK_CALLS: &str = r#"[["ask_name",{}],["ask_model",{"prompt":"hi"}],["ask_roots",{}],["ask_all",{}],["log_and_echo",{"message":"hey"}],["pick_enums",{}],["regional",{"region":"eu-west"}]]"#;
 
 /// What the official Python SDK's client in `mode` saw calling [`SDK_CALLS`] at `url`.
 async fn sdk_saw(url: &str, mode: &str) -> Value {
@@ -273,6 +275,14 @@ async fn sdk_saw(url: &str, mode: &str) -> Value {
     ])
     .await;
     seen.as_object_mut().unwrap().remove("protocol_version");
+    // The asks of one round are asked at once, by the SDK's server and by the gateway alike:
+    // their order is not defined, so each call's are compared in a fixed one.
+    for call in seen["calls"].as_array_mut().unwrap() {
+        call["requests"]
+            .as_array_mut()
+            .unwrap()
+            .sort_by_key(|request| request.to_string());
+    }
     if mode == "legacy" {
         // A session's log messages come on its own GET stream, not on the call's (rmcp routes
         // notifications so), so their order against the calls' answers is not kept: they are
@@ -289,42 +299,109 @@ async fn sdk_saw(url: &str, mode: &str) -> Value {
 
 /// The official Python SDK's client, in the 2026-07-28 era and in the handshake era, sees the
 /// same through the gateway as directly from a server written with the SDK's `MCPServer`,
-/// whether the gateway reaches it over Streamable HTTP or runs it over stdio: the same
+/// whichever era the gateway speaks to that server (`protocol`: the handshake, 2026-07-28, or
+/// `auto`) and whether it reaches it over Streamable HTTP or runs it over stdio: the same
 /// questions (the five enum forms of an elicitation's schema among them), answers, results
-/// and log messages.
+/// and log messages, and a parameter mirrored as an `Mcp-Param-*` header, which the server
+/// refuses a 2026-07-28 request over HTTP without.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_python_sdk_sees_through_the_gateway_what_it_sees_directly() {
     let port = free_port();
     let _server = start_python_server_on("mrtr_server.py", port).await;
     let direct = format!("http://127.0.0.1:{port}/mcp");
-    let over_http = Gateway::start(
-        "rounds-sdk-http",
-        &format!("providers:\n  - {{ name: mrtr, kind: mcp, url: \"{direct}\" }}\n"),
-    )
-    .await;
-    let over_stdio = Gateway::start(
-        "rounds-sdk-stdio",
-        &format!(
-            "providers:\n  - {{ name: mrtr, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
-            venv_python(),
-            fixture("mrtr_server.py")
+    let stdio = format!(
+        "command: \"{}\", args: [\"{}\"]",
+        venv_python(),
+        fixture("mrtr_server.py")
+    );
+    let mut gateways = Vec::new();
+    for (name, upstream, protocol) in [
+        ("rounds-http", format!("url: \"{direct}\""), "handshake"),
+        ("rounds-stdio", stdio.clone(), "handshake"),
+        (
+            "rounds-http-2026",
+            format!("url: \"{direct}\""),
+            "2026-07-28",
         ),
-    )
-    .await;
+        ("rounds-stdio-2026", stdio.clone(), "2026-07-28"),
+        ("rounds-stdio-auto", stdio, "auto"),
+    ] {
+        let config = format!(
+            "providers:\n  - {{ name: mrtr, kind: mcp, {upstream}, protocol: \"{protocol}\" }}\n"
+        );
+        gateways.push((Gateway::start(name, &config).await, name));
+    }
     for mode in ["2026-07-28", "legacy"] {
         let expected = sdk_saw(&direct, mode).await;
         let calls = expected["calls"].as_array().unwrap();
-        assert_eq!(calls.len(), 6, "{expected}");
+        assert_eq!(calls.len(), 7, "{expected}");
         assert!(
             calls.iter().all(|c| c["isError"] != true),
             "directly, every call works: {expected}"
         );
-        for (gw, upstream) in [(&over_http, "Streamable HTTP"), (&over_stdio, "stdio")] {
+        for (gw, name) in &gateways {
             let seen = sdk_saw(&gw.url("/mcp"), mode).await;
             assert_eq!(
                 seen, expected,
-                "{mode} through the gateway over {upstream}: what the client saw differs from directly"
+                "{mode} through {name}: what the client saw differs from directly"
             );
         }
     }
+}
+
+/// A tool renamed by the gateway (`tool_prefix`) of a 2026-07-28 server over HTTP still gets
+/// its `Mcp-Param-*` header, under the server's own name: the call works over REST, and the
+/// same request without the header, sent to the server directly, is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_param_headers_are_mirrored_to_a_2026_upstream_under_its_own_names() {
+    let port = free_port();
+    let _server = start_python_server_on("mrtr_server.py", port).await;
+    let direct = format!("http://127.0.0.1:{port}/mcp");
+    let gw = Gateway::start(
+        "rounds-params",
+        &format!(
+            "monitoring: {{ health_check_interval: 10 }}\nproviders:\n  - {{ name: mrtr, kind: mcp, url: \"{direct}\", protocol: \"2026-07-28\", tool_prefix: eu_ }}\n"
+        ),
+    )
+    .await;
+    // A stateless server has no `ping`: its health check (`server/discover`) succeeds.
+    let checked = |health: &Answer| health.body["data"]["dependencies"]["mrtr"].clone();
+    let first = checked(&get(&gw, "/health").await);
+    assert_eq!(first["status"], "connected", "{first}");
+    eventually(
+        Duration::from_secs(20),
+        "a later health check (every 10 s)",
+        || async {
+            let now = checked(&get(&gw, "/health").await);
+            (now["status"] == "connected"
+                && now["last_ok"].is_string()
+                && now["last_ok"] != first["last_ok"])
+                .then_some(())
+        },
+    )
+    .await;
+    let answered = crate::harness::call(&gw, "eu_regional", json!({"region": "eu-west"})).await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(
+        answered.body["data"]["result"], "served in eu-west",
+        "{}",
+        answered.body
+    );
+    let bare = reqwest::Client::new()
+        .post(&direct)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "regional")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "regional", "arguments": {"region": "eu-west"},
+            "_meta": meta(json!({}))}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 400, "the server checks the header");
+    let refused: Value = bare.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], -32020, "{refused}");
 }

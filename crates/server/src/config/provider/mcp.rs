@@ -22,6 +22,25 @@ pub struct McpProviderConfig {
     /// use, closed with it), so the server's requests to its client (sampling, elicitation,
     /// roots) and its per-connection state belong to one client. Off: one shared connection.
     pub session_per_client: bool,
+    /// Which protocol era the gateway speaks to the server (`protocol`).
+    pub protocol: UpstreamProtocol,
+}
+
+/// Which era of MCP the gateway speaks to a server (`protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+pub enum UpstreamProtocol {
+    /// The `initialize` handshake (2025-11-25 and before): what every server released before
+    /// 2026-07-28 speaks. The default.
+    #[default]
+    #[serde(rename = "handshake")]
+    Handshake,
+    /// Stateless 2026-07-28 (`server/discover`, protocol metadata in every request's `_meta`,
+    /// `input_required` rounds, `Mcp-Param-*` headers over HTTP).
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+    /// `server/discover` first, the handshake when the server does not know it.
+    #[serde(rename = "auto")]
+    Auto,
 }
 
 impl EntryKeys for McpProviderConfig {
@@ -40,6 +59,7 @@ impl EntryKeys for McpProviderConfig {
         "scale_up_at",
         "scale_down_after_ms",
         "session_per_client",
+        "protocol",
         "validate_output",
         "limits",
         "tool_prefix",
@@ -165,6 +185,12 @@ struct McpFields {
     scale_down_after_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     session_per_client: bool,
+    #[serde(default, skip_serializing_if = "is_handshake")]
+    protocol: UpstreamProtocol,
+}
+
+fn is_handshake(protocol: &UpstreamProtocol) -> bool {
+    *protocol == UpstreamProtocol::Handshake
 }
 
 /// Why an mcp entry cannot work, said with the provider's name.
@@ -208,6 +234,10 @@ pub enum McpEntryError {
         name: ProviderName,
         variable: String,
     },
+    #[error(
+        "provider '{0}': a legacy SSE server (a `url` ending in /sse) speaks only the handshake era: remove `protocol`, or give its Streamable HTTP url"
+    )]
+    ProtocolOnSse(ProviderName),
     #[error("provider '{name}': url '{url}' must start with http:// or https://")]
     UrlScheme { name: ProviderName, url: String },
     #[error(
@@ -277,6 +307,9 @@ impl TryFrom<McpFields> for McpProviderConfig {
                     headers: f.headers,
                 };
                 if is_sse_url(&http.url) {
+                    if f.protocol != UpstreamProtocol::Handshake {
+                        return Err(McpEntryError::ProtocolOnSse(name));
+                    }
                     McpTransport::LegacySse(http)
                 } else {
                     McpTransport::StreamableHttp(http)
@@ -287,6 +320,7 @@ impl TryFrom<McpFields> for McpProviderConfig {
             common: f.common,
             transport,
             session_per_client: f.session_per_client,
+            protocol: f.protocol,
         })
     }
 }
@@ -307,6 +341,7 @@ impl From<McpProviderConfig> for McpFields {
             scale_up_at: None,
             scale_down_after_ms: None,
             session_per_client: c.session_per_client,
+            protocol: c.protocol,
         };
         match c.transport {
             McpTransport::Stdio(s) => {

@@ -22,7 +22,9 @@ use serde_json::Value;
 pub use self::cypher::{CypherError, CypherProviderConfig, CypherTool};
 pub use self::grpc::{GrpcAddressError, GrpcProviderConfig, GrpcTls, check_grpc_address};
 pub use self::http::{HttpError, HttpProviderConfig, HttpTool};
-pub use self::mcp::{Growth, HttpTransport, McpProviderConfig, McpTransport, StdioTransport};
+pub use self::mcp::{
+    Growth, HttpTransport, McpProviderConfig, McpTransport, StdioTransport, UpstreamProtocol,
+};
 pub use self::search::{RootKind, SearchError, SearchProviderConfig, SearchRoot};
 use super::limits::ProviderLimits;
 use super::naming::{Expose, IDENTIFIER_RULE, NamingError, check_tool_prefix, is_identifier};

@@ -12,8 +12,7 @@
 //! stream and is routed like a call's. Dropping the call sends `tasks/cancel`.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CustomRequest,
-    RequestMetaObject, ServerResult,
+    CallToolResponse, CallToolResult, ClientRequest, CustomRequest, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -39,7 +38,7 @@ impl Inner {
     /// A request that runs a tool (`tools/call`, or `tasks/result` of its task), sent by hand
     /// to learn the id and progress token rmcp gives it; with the answer, what the server asked
     /// of a caller that had no client to ask ([`Refused`]).
-    async fn send_routed(
+    pub(super) async fn send_routed(
         &self,
         link: &Link,
         request: ClientRequest,
@@ -48,7 +47,13 @@ impl Inner {
         caller: Option<Caller>,
     ) -> (Result<CallToolResponse, ServiceError>, Refused) {
         let mut options = PeerRequestOptions::no_options();
-        options.meta = Some(trace_meta(trace));
+        let mut meta = trace_meta(trace);
+        if super::client::is_stateless(&link.peer) {
+            // Every level, as a handshake-era server is asked once: the sessions filter.
+            #[allow(deprecated)] // logging: SEP-2577, still in the versions served
+            meta.set_log_level(rmcp::model::LoggingLevel::Debug);
+        }
+        options.meta = Some(meta);
         let handle = match link.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
             Err(e) => return (Err(e), None),
@@ -85,6 +90,10 @@ impl Inner {
         let refused = link.callers.refused.write_unpoisoned().remove(&id);
         let answer = match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(CallToolResponse::Complete(result)),
+            // A server of 2026-07-28 asking for input first (`super::rounds`).
+            Ok(ServerResult::InputRequiredResult(asked)) => {
+                Ok(CallToolResponse::InputRequired(asked))
+            }
             // `tasks/result`'s answer, when rmcp did not read it as a tool result.
             Ok(ServerResult::CustomResult(custom)) => {
                 serde_json::from_value::<CallToolResult>(custom.0)
@@ -111,10 +120,9 @@ impl Inner {
         if self.task_tools.read_unpoisoned().contains(tool) {
             return self.send_task(link, tool, args, trace, sink, caller).await;
         }
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
-        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let params = super::rounds::first_round(tool, args.clone());
         let (answer, refused) = self
-            .send_routed(link, request, trace, sink.clone(), caller.clone())
+            .send_in_rounds(link, params, trace, sink.clone(), caller.clone())
             .await;
         if !matches!(&answer, Ok(CallToolResponse::Complete(r)) if needs_task(r)) {
             return (answer, refused);
@@ -409,7 +417,7 @@ impl Drop for CallerRoute {
 }
 
 /// What a call's server asked of a caller with no client to ask (`sampling`), if anything.
-type Refused = Option<&'static str>;
+pub(super) type Refused = Option<&'static str>;
 
 #[cfg(test)]
 mod tests {

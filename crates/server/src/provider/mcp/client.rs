@@ -80,7 +80,7 @@ enum Route {
 /// The answer when there is no MCP client behind the call that offers what is asked (the call
 /// came over HTTP, or its client lacks the capability): an elicitation is declined, the roots
 /// are none, sampling is refused.
-fn no_client(ask: ClientAsk) -> Result<ClientAnswer, McpError> {
+pub(super) fn no_client(ask: ClientAsk) -> Result<ClientAnswer, McpError> {
     match ask {
         ClientAsk::Elicitation(_) => Ok(ClientAnswer::Elicitation(ElicitResult::new(
             ElicitationAction::Decline,
@@ -112,6 +112,17 @@ pub struct GatewayClient {
     /// The one session this connection serves (`session_per_client`).
     pub(super) owner: Option<Weak<dyn ClientSession>>,
     pub(super) who: Arc<(String, String)>,
+    /// Which era the connection speaks (`protocol`).
+    pub(super) protocol: crate::config::UpstreamProtocol,
+}
+
+/// Whether a connection speaks the stateless era (2026-07-28 and after): no `ping`, no
+/// `logging/setLevel`, log messages asked for per request, input asked for in rounds.
+pub(super) fn is_stateless(peer: &rmcp::Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| {
+        // ISO dates compare as text as they do in time.
+        info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+    })
 }
 
 impl GatewayClient {

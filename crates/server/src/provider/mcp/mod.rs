@@ -14,6 +14,7 @@ mod call;
 mod catalog;
 mod client;
 mod pool;
+mod rounds;
 mod sessions;
 mod supervisor;
 mod tool_schema;
@@ -94,6 +95,8 @@ pub(super) struct Inner {
     pub(super) task_tools: RwLock<std::collections::HashSet<String>>,
     /// `session_per_client`, and the connections it opened.
     pub(super) session_per_client: bool,
+    /// Which era the gateway speaks to the server (`protocol`).
+    pub(super) protocol: crate::config::UpstreamProtocol,
     session_links: SessionLinks,
     /// Stops the supervisor and everything it spawned.
     pub(super) shutdown: Shutdown,
@@ -122,6 +125,7 @@ impl McpProvider {
         let check_every = service.monitoring.health_check_interval;
         let setup_hint = config.common.setup_hint.clone();
         let session_per_client = config.session_per_client;
+        let protocol = config.protocol;
         let make: pool::MakeChild = Box::new(move |instance| {
             Arc::new(Inner {
                 name: name.clone(),
@@ -153,6 +157,7 @@ impl McpProvider {
                 sessions: hooks.sessions.clone(),
                 task_tools: RwLock::default(),
                 session_per_client,
+                protocol,
                 session_links: SessionLinks::default(),
                 shutdown: children.child(),
                 first_attempt_done: watch::channel(false).0,

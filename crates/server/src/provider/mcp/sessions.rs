@@ -57,6 +57,7 @@ impl Inner {
             sessions: self.sessions.clone(),
             owner: Some(Arc::downgrade(session)),
             who: Arc::new((self.service.clone(), self.name.clone())),
+            protocol: self.protocol,
         };
         let link_tables = (handler.progress.clone(), handler.callers.clone());
         let serving = upstream::serve(

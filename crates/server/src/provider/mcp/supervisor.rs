@@ -135,6 +135,7 @@ impl Inner {
             sessions: self.sessions.clone(),
             owner: None,
             who: Arc::new((self.service.clone(), self.name.clone())),
+            protocol: self.protocol,
         };
         let serving = upstream::serve(
             &self.endpoint,
@@ -217,7 +218,13 @@ impl Inner {
     /// The periodic health check: an MCP `ping`, answered within [`PING_TIMEOUT`].
     pub(super) async fn ping(&self, peer: &Peer<RoleClient>) -> Result<(), PingError> {
         let started = Instant::now();
-        let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
+        // A stateless server has no `ping`: `server/discover` asks it something as cheap.
+        let ping = if super::client::is_stateless(peer) {
+            let discover = rmcp::model::DiscoverRequest::new(Default::default());
+            peer.send_request(ClientRequest::DiscoverRequest(discover))
+        } else {
+            peer.send_request(ClientRequest::PingRequest(Default::default()))
+        };
         match tokio::time::timeout(PING_TIMEOUT, ping).await {
             Ok(Ok(_)) => {
                 let mut status = self.status.write_unpoisoned();
@@ -297,9 +304,11 @@ impl Inner {
 /// for, filtered by the gateway (`Downstream::wants_log`).
 #[allow(deprecated)] // logging is deprecated by SEP-2577, still in the versions served
 pub(super) async fn hear_every_level(peer: &Peer<RoleClient>) {
-    let logs = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.logging.is_some());
+    // A stateless server is asked per request (`call::trace_meta`).
+    let logs = !super::client::is_stateless(peer)
+        && peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
     if logs {
         let level = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug);
         if let Err(e) = tokio::time::timeout(PING_TIMEOUT, peer.set_level(level)).await {

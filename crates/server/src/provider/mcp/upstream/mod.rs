@@ -9,7 +9,8 @@ pub mod traced;
 
 use std::path::Path;
 
-use rmcp::service::RunningService;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::{RoleClient, ServiceExt};
 
@@ -17,7 +18,7 @@ use self::stdio::StdioSpec;
 use self::streamable_http::HttpSpec;
 use self::tap::ProgressTap;
 use super::client::GatewayClient;
-use crate::config::{EnvError, McpTransport};
+use crate::config::{EnvError, McpTransport, UpstreamProtocol};
 use crate::shutdown::Shutdown;
 
 /// Why a provider's endpoint could not be built from its configuration.
@@ -120,28 +121,30 @@ pub async fn serve(
                 "started MCP server {}",
                 spec.program
             );
-            handler
-                .serve(ProgressTap::new(
-                    IntoTransport::<RoleClient, _, _>::into_transport(transport),
-                    routes,
-                    callers,
-                ))
+            let transport = ProgressTap::new(
+                IntoTransport::<RoleClient, _, _>::into_transport(transport),
+                routes,
+                callers,
+            );
+            started(handler, transport)
                 .await
                 .map_err(ConnectError::Initialize)
         }
-        Endpoint::StreamableHttp(spec) => handler
-            .serve(ProgressTap::new(
+        Endpoint::StreamableHttp(spec) => {
+            let transport = ProgressTap::new(
                 IntoTransport::<RoleClient, _, _>::into_transport(
                     spec.transport().map_err(ConnectError::Client)?,
                 ),
                 routes,
                 callers,
-            ))
-            .await
-            .map_err(|source| ConnectError::Connect {
-                url: spec.redacted_url(),
-                source,
-            }),
+            );
+            started(handler, transport)
+                .await
+                .map_err(|source| ConnectError::Connect {
+                    url: spec.redacted_url(),
+                    source,
+                })
+        }
         Endpoint::LegacySse(spec) => {
             let transport = sse::connect(spec, tasks).await?;
             handler
@@ -152,6 +155,34 @@ pub async fn serve(
                 ))
                 .await
                 .map_err(ConnectError::Initialize)
+        }
+    }
+}
+
+/// Runs `handler` over `transport` in the era its provider asks for: the `initialize`
+/// handshake, `server/discover` (2026-07-28), or discover falling back to the handshake.
+async fn started<T>(
+    handler: GatewayClient,
+    transport: T,
+) -> Result<RunningService<RoleClient, GatewayClient>, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::Transport<RoleClient> + 'static,
+{
+    let modern = vec![ProtocolVersion::V_2026_07_28];
+    match handler.protocol {
+        UpstreamProtocol::Handshake => handler.serve(transport).await,
+        UpstreamProtocol::Stateless => {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: modern,
+            };
+            handler.serve_with_lifecycle(transport, lifecycle).await
+        }
+        UpstreamProtocol::Auto => {
+            let lifecycle = ClientLifecycleMode::Auto {
+                preferred_versions: modern,
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            };
+            handler.serve_with_lifecycle(transport, lifecycle).await
         }
     }
 }
