@@ -7,7 +7,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
-use contract::{ErrorCode, HealthStatus, Meta, ToolRequest};
+use contract::{ErrorCode, HealthStatus, Meta, TaskInfo, ToolRequest};
 use serde_json::Value;
 
 use super::reply::{ArgumentsBody, JsonBody, Reply};
@@ -137,15 +137,15 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
     reply.with_tool(tool)
 }
 
-/// GET /tasks/{id}: the task's status, then its result or error.
+/// GET /tasks/{id}: the task's status, then its result or error (from any replica, with
+/// `cluster`).
 pub async fn get_task(
     State(service): State<Arc<Service>>,
     axum::Extension(client): axum::Extension<Client>,
     Path(id): Path<String>,
 ) -> Reply {
-    match service.task(&id, &client) {
-        Some(task) => Reply::ok(serde_json::to_value(task.info()).unwrap_or(Value::Null))
-            .with_tool(&task.tool),
+    match service.task(&id, &client).await {
+        Some(task) => task_reply(task.info()),
         None => no_such_task(&id),
     }
 }
@@ -154,13 +154,19 @@ pub async fn get_task(
 pub async fn cancel_task(
     State(service): State<Arc<Service>>,
     axum::Extension(client): axum::Extension<Client>,
+    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Reply {
-    match service.cancel_task(&id, &client) {
-        Some(task) => Reply::ok(serde_json::to_value(task.info()).unwrap_or(Value::Null))
-            .with_tool(&task.tool),
+    match service.cancel_task(&id, &client, &headers).await {
+        Some(task) => task_reply(task),
         None => no_such_task(&id),
     }
+}
+
+/// A task as both task routes answer it.
+fn task_reply(task: TaskInfo) -> Reply {
+    let tool = task.tool.clone();
+    Reply::ok(serde_json::to_value(task).unwrap_or(Value::Null)).with_tool(&tool)
 }
 
 /// A task id this client has no task by (an unknown one, one forgotten, another's).

@@ -129,10 +129,11 @@ where
     }
 }
 
-/// A legacy SSE message, or a request of a Streamable HTTP session, forwarded by another
-/// replica of this service (which counted it).
+/// A legacy SSE message, a request of a Streamable HTTP session, or a task's cancel, forwarded
+/// by another replica of this service (which counted it).
 fn forwarded_message(service: &Service, request: &Request) -> bool {
-    matches!(request.uri().path(), "/messages" | "/mcp")
+    let path = request.uri().path();
+    (matches!(path, "/messages" | "/mcp") || path.starts_with("/tasks/"))
         && service
             .cluster
             .as_ref()
@@ -348,8 +349,9 @@ mod tests {
         assert_eq!(body["meta"]["rate_limit_remaining"], 9);
     }
 
-    /// Only a legacy SSE message with the replicas' secret passes uncounted: another path, a
-    /// wrong secret, or a service without a cluster is counted.
+    /// Only a legacy SSE message, session request or task cancel with the replicas' secret
+    /// passes uncounted: another path, a wrong secret, or a service without a cluster is
+    /// counted.
     #[test]
     fn only_a_message_forwarded_by_a_replica_passes_uncounted() {
         let request = |path: &str, mark: Option<&str>| {
@@ -370,10 +372,12 @@ mod tests {
             .as_ref()
             .unwrap()
             .set_forward_secret("s3cret");
-        assert!(forwarded_message(
-            &clustered,
-            &request("/messages", Some("s3cret"))
-        ));
+        for path in ["/messages", "/mcp", "/tasks/0b6c"] {
+            assert!(
+                forwarded_message(&clustered, &request(path, Some("s3cret"))),
+                "{path}"
+            );
+        }
         assert!(!forwarded_message(
             &clustered,
             &request("/call-tool", Some("s3cret"))

@@ -7,9 +7,13 @@
 //! A task runs without the session's client behind it: what its upstream asks meanwhile is
 //! answered as for a REST caller (an elicitation declined, no roots, no sampling), since the
 //! extension's way to ask (`input_required`, `tasks/update`) is not relayed yet.
+//!
+//! With `cluster`, `tasks/get` and `tasks/cancel` work on any replica: the service reads
+//! another replica's task from its Redis record, rendered here as the owner renders its own.
 
 use std::time::Duration;
 
+use axum::http::HeaderMap;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams,
     GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
@@ -22,7 +26,7 @@ use super::errors::error_for;
 use super::handler::McpBridge;
 use crate::service::TaskRequest;
 use crate::service::client::Client;
-use crate::service::tasks::{Outcome, POLL_INTERVAL_MS, Task as ServiceTask};
+use crate::service::tasks::{Outcome, POLL_INTERVAL_MS, TaskSnapshot};
 use crate::telemetry::TraceContext;
 
 /// How long a call of a task-capable client may take before it is answered as a task.
@@ -37,9 +41,14 @@ pub(super) fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// The extension's view of a task of the service: status, times, poll interval.
-fn task_view(task: &ServiceTask, status: TaskStatus) -> Task {
-    let (created, updated) = task.times();
-    Task::new(task.id.clone(), status, created, updated).with_poll_interval_ms(POLL_INTERVAL_MS)
+fn task_view(task: &TaskSnapshot, status: TaskStatus) -> Task {
+    Task::new(
+        task.id.clone(),
+        status,
+        task.created_at.clone(),
+        task.updated_at.clone(),
+    )
+    .with_poll_interval_ms(POLL_INTERVAL_MS)
 }
 
 /// A JSON value as the object the extension's payloads carry.
@@ -81,10 +90,10 @@ impl McpBridge {
             .await
             .is_ok()
         {
-            return self.answer_of(&task, &request_id);
+            return self.answer_of(task.snapshot(), &request_id);
         }
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_view(
-            &task,
+            &task.snapshot(),
             TaskStatus::Working,
         ))))
     }
@@ -92,10 +101,10 @@ impl McpBridge {
     /// The call's answer, once the task has ended, as the call itself would have answered.
     fn answer_of(
         &self,
-        task: &ServiceTask,
+        task: TaskSnapshot,
         request_id: &str,
     ) -> Result<CallToolResponse, McpError> {
-        match task.outcome() {
+        match task.outcome {
             Outcome::Completed(result) => Ok(CallToolResponse::Complete(rendered(result))),
             Outcome::Failed(failure) => error_for(
                 failure,
@@ -117,14 +126,14 @@ impl McpBridge {
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         let client = self.client(context);
-        let Some(task) = self.service.task(&params.task_id, &client) else {
+        let Some(task) = self.service.task(&params.task_id, &client).await else {
             return Err(no_such_task(&params.task_id));
         };
-        let payload = match task.outcome() {
+        let payload = match &task.outcome {
             Outcome::Working => TaskPayload::Working,
             Outcome::Cancelled => TaskPayload::Cancelled,
             Outcome::Completed(_) | Outcome::Failed(_) => {
-                match self.answer_of(&task, &params.task_id) {
+                match self.answer_of(task.clone(), &params.task_id) {
                     Ok(CallToolResponse::Complete(result)) => TaskPayload::Completed {
                         result: object(serde_json::to_value(result).unwrap_or_default()),
                     },
@@ -143,14 +152,24 @@ impl McpBridge {
         Ok(GetTaskResult::new(DetailedTask::new(view, payload)))
     }
 
-    /// `tasks/cancel`: ends a working task of this client (its upstream request cancelled).
+    /// `tasks/cancel`: ends a working task of this client (its upstream request cancelled),
+    /// on this replica or, sent on with the request's API key, on the one running it.
     pub(super) async fn cancel_task_of(
         &self,
         params: CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let client = self.client(context);
-        match self.service.cancel_task(&params.task_id, &client) {
+        let no_headers = HeaderMap::new();
+        let headers = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .map_or(&no_headers, |parts| &parts.headers);
+        match self
+            .service
+            .cancel_task(&params.task_id, &client, headers)
+            .await
+        {
             Some(_) => Ok(()),
             None => Err(no_such_task(&params.task_id)),
         }

@@ -37,6 +37,16 @@ impl Client {
         }
     }
 
+    /// The client another replica of the service names on a request it forwarded (it judged
+    /// the key or address itself): only its name, for what is looked up by it (tasks).
+    pub fn vouched(name: &str) -> Self {
+        Client {
+            name: name.into(),
+            keyed: false,
+            scope: None,
+        }
+    }
+
     /// A request that came without a peer address (in-process tests).
     pub fn unknown() -> Self {
         Client {

@@ -233,7 +233,7 @@ impl Service {
                 service: self.name.clone(),
                 source,
             })?;
-            cluster.watch(&self.drain);
+            cluster.watch(&self.drain, &self.providers);
         }
         // The first checks start now and normally end before the service says it is ready.
         self.drain.spawn(self.clone().watch_dependencies());

@@ -6,7 +6,8 @@
 //! Redis record names another replica sends it on to the address in that record and passes
 //! the answer back, streamed. The forwarded request carries a secret the replicas share in
 //! Redis: the owner neither counts it in the rate limit (the replica it reached first did)
-//! nor forwards it again.
+//! nor forwards it again. The cancel of another replica's task goes the same way
+//! ([`super::tasks`]).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -27,7 +28,7 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
 /// The headers of the client's request that go with it: what the owner's checks read again
 /// (its API key, the Host it was sent to, the body's type) and its request id, so both
 /// replicas' log lines carry the same one.
-const PASSED_ON: [HeaderName; 5] = [
+pub(super) const PASSED_ON: [HeaderName; 5] = [
     header::CONTENT_TYPE,
     header::AUTHORIZATION,
     header::HOST,
@@ -47,7 +48,7 @@ pub struct Forwarded {
 pub enum ForwardError {
     #[error("this replica has not read the replicas' shared secret from redis yet")]
     NoSecret,
-    #[error("the address '{0}' in the session record is not host:port")]
+    #[error("the address '{0}' in the record is not host:port")]
     Address(String),
     #[error("replica '{owner}' at {address} did not take it: {why}")]
     Unreachable {
@@ -55,6 +56,8 @@ pub enum ForwardError {
         address: String,
         why: String,
     },
+    #[error("replica '{owner}' answered {status}")]
+    Answered { owner: String, status: StatusCode },
 }
 
 /// What [`Cluster`] keeps for forwarding.
@@ -65,21 +68,21 @@ pub(super) struct Forwarding {
     streaming: OnceLock<reqwest::Client>,
 }
 
-/// `path` on the replica at `owner.address`, which must be `host:port` and nothing more.
-fn owner_url(owner: &SessionRecord, path: &str) -> Result<url::Url, ForwardError> {
-    let url = url::Url::parse(&format!("http://{}{path}", owner.address))
-        .map_err(|_| ForwardError::Address(owner.address.clone()))?;
+/// `path` on the replica at `address`, which must be `host:port` and nothing more.
+pub(super) fn owner_url(address: &str, path: &str) -> Result<url::Url, ForwardError> {
+    let url = url::Url::parse(&format!("http://{address}{path}"))
+        .map_err(|_| ForwardError::Address(address.to_owned()))?;
     if url.path() != path || url.port().is_none() {
-        return Err(ForwardError::Address(owner.address.clone()));
+        return Err(ForwardError::Address(address.to_owned()));
     }
     Ok(url)
 }
 
-/// `owner` could not be reached, or its answer not read, for `why`.
-fn unreachable(owner: &SessionRecord, why: String) -> ForwardError {
+/// Replica `owner` at `address` could not be reached, or its answer not read, for `why`.
+pub(super) fn unreachable(owner: &str, address: &str, why: String) -> ForwardError {
     ForwardError::Unreachable {
-        owner: owner.owner.clone(),
-        address: owner.address.clone(),
+        owner: owner.to_owned(),
+        address: address.to_owned(),
         why,
     }
 }
@@ -154,7 +157,7 @@ impl Cluster {
         body: Bytes,
     ) -> Result<Forwarded, ForwardError> {
         let marked = self.marked()?;
-        let mut url = owner_url(owner, "/messages")?;
+        let mut url = owner_url(&owner.address, "/messages")?;
         url.query_pairs_mut().append_pair("sessionId", id);
         let mut passed = HeaderMap::new();
         for name in &PASSED_ON {
@@ -163,7 +166,7 @@ impl Cluster {
             }
         }
         passed.insert(FORWARDED.clone(), marked);
-        let unreachable = |why: String| unreachable(owner, why);
+        let unreachable = |why: String| unreachable(&owner.owner, &owner.address, why);
         let answer = self
             .http()
             .post(url)
@@ -194,7 +197,7 @@ impl Cluster {
         request: axum::extract::Request,
     ) -> Result<axum::response::Response, ForwardError> {
         let marked = self.marked()?;
-        let url = owner_url(owner, "/mcp")?;
+        let url = owner_url(&owner.address, "/mcp")?;
         let (parts, body) = request.into_parts();
         let mut passed = HeaderMap::new();
         for (name, value) in &parts.headers {
@@ -203,7 +206,7 @@ impl Cluster {
             }
         }
         passed.insert(FORWARDED.clone(), marked);
-        let unreachable = |why: String| unreachable(owner, why);
+        let unreachable = |why: String| unreachable(&owner.owner, &owner.address, why);
         let answer = self
             .streaming_http()
             .request(parts.method, url)
@@ -227,7 +230,7 @@ impl Cluster {
     }
 
     /// The value of [`FORWARDED`]: the replicas' shared secret, once read.
-    fn marked(&self) -> Result<HeaderValue, ForwardError> {
+    pub(super) fn marked(&self) -> Result<HeaderValue, ForwardError> {
         let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
         HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)
     }
@@ -247,7 +250,7 @@ impl Cluster {
 
     /// The client forwarded messages go out on: straight to the replica (no proxy from the
     /// environment), no redirects.
-    fn http(&self) -> &reqwest::Client {
+    pub(super) fn http(&self) -> &reqwest::Client {
         self.forwarding.http.get_or_init(|| {
             reqwest::Client::builder()
                 .no_proxy()

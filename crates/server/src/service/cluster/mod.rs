@@ -1,8 +1,8 @@
 //! The state replicas of one service share through Redis (`cluster` in the configuration):
 //! the connection and what /health and /metrics say of it. The shared things themselves have
 //! a file each: [`rate`] (the rate limit, exact across replicas), [`usage`] (call counters),
-//! [`sessions`] (MCP session records) and [`forward`] (legacy SSE messages sent on to the
-//! replica holding their session).
+//! [`sessions`] (MCP session records), [`tasks`] (task records, read by any replica) and
+//! [`forward`] (requests sent on to the replica holding their session or task).
 //!
 //! Every command runs under `cluster.timeout_ms`; a failure or a timeout marks Redis down
 //! (loudly: a warning on the change, /health's `cluster.redis`, the metrics), and the next
@@ -12,6 +12,7 @@
 pub mod forward;
 pub mod rate;
 pub mod sessions;
+pub mod tasks;
 pub mod usage;
 mod writes;
 
@@ -61,7 +62,7 @@ pub struct Cluster {
     service: String,
     replica_id: String,
     /// `host:port` where the other replicas reach this one (`cluster.advertise`, else where
-    /// it serves), in MCP session records.
+    /// it serves), in MCP session and task records.
     address: String,
     /// `cluster.redis_url` as written (`${VAR}` not expanded).
     configured_url: String,
@@ -142,7 +143,7 @@ impl Cluster {
         if self.address.starts_with("0.0.0.0:") || self.address.starts_with("[::]:") {
             tracing::warn!(
                 service = %self.service, replica = %self.replica_id,
-                "this replica serves on {} and has no cluster.advertise: the others cannot forward legacy SSE messages to it",
+                "this replica serves on {} and has no cluster.advertise: the others cannot forward session requests or task cancels to it",
                 self.address
             );
         }
@@ -151,6 +152,11 @@ impl Cluster {
 
     pub fn replica_id(&self) -> &str {
         &self.replica_id
+    }
+
+    /// Where the other replicas reach this one (`host:port`), for the records that name it.
+    pub fn address(&self) -> &str {
+        &self.address
     }
 
     /// Where this replica's service keeps `kind` of things: `mcp-http-gateway:{service}:{kind}:{rest}`.
@@ -267,11 +273,13 @@ impl Cluster {
 
     /// Pings Redis and reads the shared usage every second (and the replicas' forwarding
     /// secret, until read), and writes what requests queued
-    /// as soon as it is queued (in one pipeline per batch), until `drain`; then flushes once
-    /// more.
-    pub fn watch(self: &Arc<Self>, drain: &Shutdown) {
+    /// as soon as it is queued (in one pipeline per batch), until `drain`. Writes go on until
+    /// `stopped`, then are flushed once more: what ends while the service drains (its tasks,
+    /// cancelled then, its sessions) still reaches Redis.
+    pub fn watch(self: &Arc<Self>, drain: &Shutdown, stopped: &Shutdown) {
         let cluster = self.clone();
         let stop = drain.clone();
+        let stopped = stopped.clone();
         drain.spawn(async move {
             let mut tick = tokio::time::interval(WATCH_PERIOD);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -289,6 +297,12 @@ impl Cluster {
                             cluster.read_forward_secret().await;
                         }
                     }
+                    _ = cluster.writes.wanted() => cluster.flush().await,
+                }
+            }
+            loop {
+                tokio::select! {
+                    _ = stopped.cancelled() => break,
                     _ = cluster.writes.wanted() => cluster.flush().await,
                 }
             }

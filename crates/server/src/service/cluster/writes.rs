@@ -1,6 +1,6 @@
-//! The writes requests leave for Redis (usage counts, MCP session records): queued without
-//! waiting, bounded, and sent by the cluster's background loop in one pipeline per batch, so a
-//! request never waits for them and a slow Redis never holds memory without bound.
+//! The writes requests leave for Redis (usage counts, MCP session and task records): queued
+//! without waiting, bounded, and sent by the cluster's background loop in one pipeline per
+//! batch, so a request never waits for them and a slow Redis never holds memory without bound.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -28,6 +28,12 @@ pub enum Write {
     },
     /// An MCP session ended: its record goes.
     Forget { id: String },
+    /// A task's record (JSON) to store with its time to live: when it starts and when it ends.
+    Task {
+        id: String,
+        record: String,
+        ttl_secs: u64,
+    },
 }
 
 #[derive(Default)]
@@ -65,11 +71,12 @@ impl Writes {
 }
 
 /// A batch folded into the fewest commands: the counts of each tool summed, only the last
-/// record of a session written.
+/// record of a session or task written.
 fn pipeline(cluster: &Cluster, batch: Vec<Write>) -> redis::Pipeline {
     let mut counts: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     let mut sessions: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut forgotten: BTreeSet<String> = BTreeSet::new();
+    let mut tasks: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut pipe = redis::pipe();
     for write in batch {
         match write {
@@ -89,6 +96,13 @@ fn pipeline(cluster: &Cluster, batch: Vec<Write>) -> redis::Pipeline {
             Write::Forget { id } => {
                 sessions.remove(&id);
                 forgotten.insert(id);
+            }
+            Write::Task {
+                id,
+                record,
+                ttl_secs,
+            } => {
+                tasks.insert(id, (record, ttl_secs));
             }
         }
     }
@@ -118,13 +132,22 @@ fn pipeline(cluster: &Cluster, batch: Vec<Write>) -> redis::Pipeline {
     for id in forgotten {
         pipe.cmd("DEL").arg(cluster.key("session", &id)).ignore();
     }
+    for (id, (record, ttl)) in tasks {
+        pipe.cmd("SET")
+            .arg(cluster.key("task", &id))
+            .arg(record)
+            .arg("EX")
+            .arg(ttl.max(1))
+            .ignore();
+    }
     pipe
 }
 
 impl Cluster {
     /// Sends what is queued, in one pipeline. A batch that fails is dropped (counted in
-    /// `redis_errors`): usage counts are best effort, and session records are written again
-    /// on the session's next use.
+    /// `redis_errors`): usage counts are best effort, session records are written again on
+    /// the session's next use, and a task record lost so leaves other replicas with what was
+    /// written before it (docs/scaling.md, "Tasks").
     pub(super) async fn flush(&self) {
         let batch = self.writes.take();
         if batch.is_empty() {
@@ -134,5 +157,32 @@ impl Cluster {
         let _ = self
             .run(|mut c| async move { pipe.query_async::<()>(&mut c).await })
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClusterSection;
+
+    /// A task that starts and ends within one batch is written once, as it ended.
+    #[test]
+    fn only_the_last_record_of_a_task_in_a_batch_is_written() {
+        let config: ClusterSection = serde_saphyr::from_str("redis_url: redis://h\n").unwrap();
+        let cluster = Cluster::new("s", &config, "127.0.0.1", 8000);
+        let write = |record: &str, ttl_secs| Write::Task {
+            id: "t".into(),
+            record: record.into(),
+            ttl_secs,
+        };
+        let pipe = pipeline(&cluster, vec![write("begun", 700), write("ended", 600)]);
+        let packed = String::from_utf8_lossy(&pipe.get_packed_pipeline()).into_owned();
+        assert_eq!(packed.matches("SET").count(), 1, "{packed}");
+        assert!(packed.contains("mcp-http-gateway:s:task:t"), "{packed}");
+        assert!(
+            packed.contains("ended") && packed.contains("600"),
+            "{packed}"
+        );
+        assert!(!packed.contains("begun"), "{packed}");
     }
 }

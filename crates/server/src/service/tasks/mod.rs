@@ -7,11 +7,20 @@
 //! A task belongs to the client that started it: to another, it does not exist. The book
 //! holds at most [`MAX_TASKS`]; an ended task is forgotten [`KEPT_AFTER_END`] after it ended,
 //! and a working one is cancelled when the service drains.
+//!
+//! A task runs in the replica that started it. With `cluster`, its record in Redis
+//! ([`record`]) lets any replica read it, and a cancel reaching another replica is sent on to
+//! the one running it ([`replicas`]). Both surfaces read a task as a [`TaskSnapshot`], whether
+//! it is this replica's or another's.
+
+pub mod record;
+mod replicas;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::http::HeaderMap;
 use contract::{ErrorCode, TaskError, TaskInfo, TaskStatus};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +39,7 @@ pub const KEPT_AFTER_END: Duration = Duration::from_secs(600);
 /// How long a client should wait between two reads of a working task.
 pub const POLL_INTERVAL_MS: u64 = 1000;
 
-/// One task.
+/// One task of this replica.
 pub struct Task {
     pub id: String,
     /// The served name of the tool.
@@ -52,7 +61,7 @@ struct State {
 }
 
 /// Where a task's call is.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Outcome {
     Working,
     Completed(CallResult),
@@ -61,57 +70,40 @@ pub enum Outcome {
 }
 
 impl Task {
-    /// The task as `GET /tasks/{id}` answers it.
-    pub fn info(&self) -> TaskInfo {
+    /// The task as it is now.
+    pub fn snapshot(&self) -> TaskSnapshot {
         let state = self.state.read_unpoisoned();
-        let (status, result, error) = match &state.outcome {
-            Outcome::Working => (TaskStatus::Working, None, None),
-            Outcome::Completed(done) => {
-                (TaskStatus::Completed, Some(done.clone().into_data()), None)
-            }
-            Outcome::Failed(failure) => (
-                TaskStatus::Failed,
-                None,
-                Some(TaskError {
-                    code: failure.code,
-                    message: failure.message.clone(),
-                    validation_errors: failure.validation_errors.clone(),
-                }),
-            ),
-            Outcome::Cancelled => (TaskStatus::Cancelled, None, None),
-        };
-        TaskInfo {
-            task_id: self.id.clone(),
+        TaskSnapshot {
+            id: self.id.clone(),
             tool: self.tool.clone(),
-            status,
             created_at: self.created_at.clone(),
             updated_at: state.updated_at.clone(),
-            poll_interval_ms: POLL_INTERVAL_MS,
-            result,
-            error,
+            outcome: state.outcome.clone(),
         }
     }
 
-    /// What the call came to so far (a copy), for a surface that renders it its own way.
-    pub fn outcome(&self) -> Outcome {
-        match &self.state.read_unpoisoned().outcome {
-            Outcome::Working => Outcome::Working,
-            Outcome::Completed(done) => Outcome::Completed(done.clone()),
-            Outcome::Failed(failure) => Outcome::Failed(failure.clone()),
-            Outcome::Cancelled => Outcome::Cancelled,
-        }
+    /// The task as `GET /tasks/{id}` answers it.
+    pub fn info(&self) -> TaskInfo {
+        self.snapshot().info()
+    }
+
+    /// Whether `client` started it.
+    fn is_of(&self, client: &Client) -> bool {
+        self.owner == client.as_str()
     }
 
     /// Ends the task with `outcome` unless it has ended already (a cancel wins over an
-    /// answer that comes after it).
-    fn end(&self, outcome: Outcome) {
+    /// answer that comes after it); whether this ended it.
+    fn end(&self, outcome: Outcome) -> bool {
         let mut state = self.state.write_unpoisoned();
-        if matches!(state.outcome, Outcome::Working) {
-            state.outcome = outcome;
-            state.updated_at = crate::clock::timestamp();
-            state.ended = Some(Instant::now());
-            self.ended.send_replace(true);
+        if !matches!(state.outcome, Outcome::Working) {
+            return false;
         }
+        state.outcome = outcome;
+        state.updated_at = crate::clock::timestamp();
+        state.ended = Some(Instant::now());
+        self.ended.send_replace(true);
+        true
     }
 
     /// Resolves once the task has ended.
@@ -119,11 +111,49 @@ impl Task {
         let mut ended = self.ended.subscribe();
         let _ = ended.wait_for(|ended| *ended).await;
     }
+}
 
-    /// When it was created and last changed (RFC 3339).
-    pub fn times(&self) -> (String, String) {
-        let state = self.state.read_unpoisoned();
-        (self.created_at.clone(), state.updated_at.clone())
+/// A task as it was when read: one of this replica's, or another replica's as its Redis record
+/// says. What both surfaces render, so a task reads the same from every replica.
+#[derive(Debug, Clone)]
+pub struct TaskSnapshot {
+    pub id: String,
+    /// The served name of the tool.
+    pub tool: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    /// When the status last changed (RFC 3339, UTC).
+    pub updated_at: String,
+    pub outcome: Outcome,
+}
+
+impl TaskSnapshot {
+    /// The task as `GET /tasks/{id}` answers it.
+    pub fn info(self) -> TaskInfo {
+        let (status, result, error) = match self.outcome {
+            Outcome::Working => (TaskStatus::Working, None, None),
+            Outcome::Completed(done) => (TaskStatus::Completed, Some(done.into_data()), None),
+            Outcome::Failed(failure) => (
+                TaskStatus::Failed,
+                None,
+                Some(TaskError {
+                    code: failure.code,
+                    message: failure.message,
+                    validation_errors: failure.validation_errors,
+                }),
+            ),
+            Outcome::Cancelled => (TaskStatus::Cancelled, None, None),
+        };
+        TaskInfo {
+            task_id: self.id,
+            tool: self.tool,
+            status,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            poll_interval_ms: POLL_INTERVAL_MS,
+            result,
+            error,
+        }
     }
 }
 
@@ -142,13 +172,15 @@ impl TaskBook {
         });
     }
 
-    fn get(&self, id: &str, client: &Client) -> Option<Arc<Task>> {
+    /// The task `id`, whoever its client.
+    fn find(&self, id: &str) -> Option<Arc<Task>> {
         self.sweep();
-        self.0
-            .read_unpoisoned()
-            .get(id)
-            .filter(|task| task.owner == client.as_str())
-            .cloned()
+        self.0.read_unpoisoned().get(id).cloned()
+    }
+
+    #[cfg(test)]
+    fn get(&self, id: &str, client: &Client) -> Option<Arc<Task>> {
+        self.find(id).filter(|task| task.is_of(client))
     }
 }
 
@@ -208,6 +240,7 @@ impl Service {
             }
             book.insert(task.id.clone(), task.clone());
         }
+        self.record_task(&task);
         let service = self.clone();
         let running = task.clone();
         let drain = self.drain().token();
@@ -231,22 +264,50 @@ impl Service {
                 _ = drain.cancelled() => Outcome::Cancelled,
             };
             tracing::debug!(task = %running.id, tool = %running.tool, "task ended: {outcome:?}");
-            running.end(outcome);
+            service.end_task(&running, outcome);
         });
         Ok(task)
     }
 
-    /// The task `id` of `client`; `None` when it has none by that id (another's included).
-    pub fn task(&self, id: &str, client: &Client) -> Option<Arc<Task>> {
-        self.tasks.get(id, client)
+    /// Ends `task` with `outcome` unless it has ended already, and writes its final record.
+    fn end_task(&self, task: &Task, outcome: Outcome) {
+        if task.end(outcome) {
+            self.record_task(task);
+        }
     }
 
-    /// Cancels the task `id` of `client` if it still works; the task as it is then.
-    pub fn cancel_task(&self, id: &str, client: &Client) -> Option<Arc<Task>> {
-        let task = self.tasks.get(id, client)?;
-        task.cancel.cancel();
-        task.end(Outcome::Cancelled);
-        Some(task)
+    /// The task `id` of `client`: this replica's, else (with `cluster`) another's, from its
+    /// Redis record. `None` when the client has none by that id (another's included).
+    pub async fn task(&self, id: &str, client: &Client) -> Option<TaskSnapshot> {
+        match self.tasks.find(id) {
+            Some(task) => task.is_of(client).then(|| task.snapshot()),
+            None => self.task_elsewhere(id, client).await,
+        }
+    }
+
+    /// Cancels the task `id` of `client` if it still works; the task as it is then (an ended
+    /// task as it ended). Another replica's working task is cancelled by that replica, which
+    /// this one asks. `headers` are the request's: they go with such a request, and mark one
+    /// that another replica sent here, for the client it names.
+    pub async fn cancel_task(
+        &self,
+        id: &str,
+        client: &Client,
+        headers: &HeaderMap,
+    ) -> Option<TaskInfo> {
+        let vouched = self.vouched_client(headers);
+        let client = vouched.as_ref().unwrap_or(client);
+        match self.tasks.find(id) {
+            Some(task) if task.is_of(client) => {
+                task.cancel.cancel();
+                self.end_task(&task, Outcome::Cancelled);
+                Some(task.info())
+            }
+            Some(_) => None,
+            // What another replica sent on is never sent on again.
+            None if vouched.is_some() => None,
+            None => self.cancel_elsewhere(id, client, headers).await,
+        }
     }
 }
 
@@ -326,5 +387,57 @@ mod tests {
         book.sweep();
         let left: Vec<String> = book.0.read_unpoisoned().keys().cloned().collect();
         assert_eq!(left, vec![working.id.clone()]);
+    }
+
+    /// A cancel another replica sent on acts for the client it names (this replica sees the
+    /// forwarding replica's address); the same name without the replicas' secret is ignored.
+    #[tokio::test]
+    async fn a_cancel_sent_on_by_a_replica_acts_for_the_client_it_names() {
+        use crate::service::cluster::forward::FORWARDED;
+        use crate::service::cluster::tasks::TASK_CLIENT;
+        // Redis is never reached here: nothing connects before the service starts.
+        let service = crate::service::unit_service(
+            "cluster: { redis_url: \"redis://127.0.0.1:1\", replica_id: r0 }\n",
+        );
+        service
+            .cluster
+            .as_ref()
+            .unwrap()
+            .set_forward_secret("s3cret");
+        let headers = |secret: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            headers.insert(TASK_CLIENT.clone(), "alice".parse().unwrap());
+            if let Some(secret) = secret {
+                headers.insert(FORWARDED.clone(), secret.parse().unwrap());
+            }
+            headers
+        };
+        let (sent_on, claimed) = (task("alice"), task("alice"));
+        for t in [&sent_on, &claimed] {
+            service
+                .tasks
+                .0
+                .write_unpoisoned()
+                .insert(t.id.clone(), (*t).clone());
+        }
+        let replica = Client::unknown();
+        let answer = service
+            .cancel_task(&sent_on.id, &replica, &headers(Some("s3cret")))
+            .await
+            .expect("alice's task");
+        assert_eq!(answer.status, TaskStatus::Cancelled);
+        for forged in [headers(None), headers(Some("guess"))] {
+            assert!(
+                service
+                    .cancel_task(&claimed.id, &replica, &forged)
+                    .await
+                    .is_none()
+            );
+        }
+        assert_eq!(claimed.info().status, TaskStatus::Working);
+        let alice = Client::of_key("alice", None);
+        let read = service.task(&sent_on.id, &alice).await.unwrap();
+        assert!(matches!(read.outcome, Outcome::Cancelled));
+        assert!(service.task(&sent_on.id, &replica).await.is_none());
     }
 }
