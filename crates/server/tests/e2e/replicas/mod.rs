@@ -3,8 +3,9 @@
 //! not without Redis), a replica killed under load costs only the requests it held, an MCP
 //! session sticks to its owner and gets a clean 404 once the owner is gone, a 2026-07-28
 //! stateless request works on any replica, a legacy SSE session's messages reach it through
-//! any replica (forwarded to the owner, counted once in the rate limit), and a Redis outage
-//! fails the limit open or closed and shows in /health and /metrics until Redis is back.
+//! any replica (forwarded to the owner, counted once in the rate limit), a task is read and
+//! cancelled through any replica, and a Redis outage fails the limit open or closed and shows
+//! in /health and /metrics until Redis is back.
 //!
 //! `redis-server` and `haproxy` come from scripts/install-test-tools.sh (Debian packages). A
 //! machine without them fails these tests, saying what to install: they never pass by
@@ -14,10 +15,12 @@
 //! mod.rs          the programs (Redis, HAProxy, replicas) and the replica killed under load
 //! rate_limits.rs  the rate limits shared through Redis, and a Redis outage
 //! sessions.rs     MCP sessions: sticky, stateless, legacy SSE forwarded to the owner
+//! tasks.rs        tasks (REST and MCP) read and cancelled through another replica
 //! ```
 
 mod rate_limits;
 mod sessions;
+mod tasks;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
