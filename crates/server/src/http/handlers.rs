@@ -111,6 +111,8 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
             request_id: call.request_id.as_str().to_owned(),
             client: call.client.clone(),
             trace: call.trace.clone(),
+            // An HTTP caller has no client to ask: the upstream is answered as for a call.
+            caller: None,
         });
         let reply = match started {
             Ok(task) => Reply::accepted(

@@ -113,7 +113,9 @@ impl McpBridge {
             asked: None,
         };
         if super::tasks::takes_tasks(&context) {
-            return self.call_as_task(call, client).await;
+            return self
+                .call_as_task(call, client, context.client_capabilities())
+                .await;
         }
         self.run_call(call, client, context.ct.cancelled()).await
     }

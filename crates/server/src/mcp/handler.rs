@@ -20,7 +20,7 @@ use rmcp::model::{
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -327,6 +327,15 @@ impl ServerHandler for McpBridge {
     ) -> Result<GetTaskResult, McpError> {
         self.seen(&context);
         self.get_task_of(request, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.seen(&context);
+        self.update_task_of(request, &context).await
     }
 
     async fn cancel_task(

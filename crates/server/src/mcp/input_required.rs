@@ -18,15 +18,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitRequest,
-    ElicitResult, ErrorCode, InputRequest, InputRequiredResult, InputResponses, ListRootsRequest,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion, RequestId,
+    ElicitResult, ErrorCode, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProtocolVersion, RequestId,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -64,6 +65,9 @@ pub fn asks_by_rounds(context: &RequestContext<RoleServer>) -> bool {
 #[derive(Clone)]
 pub struct ParkedCalls {
     calls: Arc<Mutex<HashMap<String, Arc<RoundTrip>>>>,
+    /// The askers of the service's MCP tasks (the tasks extension asks through `tasks/get`
+    /// and `tasks/update`, not rounds), by task id; each lives as long as its task's call.
+    tasks: Arc<Mutex<HashMap<String, Weak<RoundTrip>>>>,
     cluster: Option<Arc<Cluster>>,
 }
 
@@ -73,6 +77,7 @@ impl ParkedCalls {
     pub fn new(cluster: Option<Arc<Cluster>>, drain: &Shutdown) -> ParkedCalls {
         let parked = ParkedCalls {
             calls: Arc::default(),
+            tasks: Arc::default(),
             cluster,
         };
         let sweeper = parked.clone();
@@ -113,6 +118,18 @@ impl ParkedCalls {
             .get(state)
             .filter(|trip| trip.owner == owner && trip.tool == tool)
             .cloned()
+    }
+
+    /// `trip` asks for the task `id`'s call (forgotten once that call has ended).
+    pub(super) fn asks_for_task(&self, id: &str, trip: &Arc<RoundTrip>) {
+        let mut tasks = self.tasks.write_unpoisoned();
+        tasks.retain(|_, asker| asker.strong_count() > 0);
+        tasks.insert(id.to_owned(), Arc::downgrade(trip));
+    }
+
+    /// What asks for the running task `id`'s call, if it is this replica's.
+    pub(super) fn task_asker(&self, id: &str) -> Option<Arc<RoundTrip>> {
+        self.tasks.read_unpoisoned().get(id)?.upgrade()
     }
 
     /// Parks `trip` until its client's retry; false when the book is full.
@@ -257,6 +274,16 @@ impl RoundTrip {
             .read_unpoisoned()
             .parked_at
             .is_some_and(|at| now.duration_since(at) >= PARKED_FOR)
+    }
+
+    /// The asks the client has not answered yet, by their keys.
+    pub fn pending(&self) -> InputRequests {
+        self.rounds
+            .read_unpoisoned()
+            .asks
+            .iter()
+            .map(|(key, ask)| (key.clone(), ask.request.clone()))
+            .collect()
     }
 
     /// The client's answers of a retry, each to the ask it names. An answer that does not
@@ -593,6 +620,7 @@ mod tests {
         let sessions = ClientSessions::default();
         let calls = ParkedCalls {
             calls: Arc::default(),
+            tasks: Arc::default(),
             cluster: None,
         };
         let trip = trip(&sessions);
@@ -610,6 +638,7 @@ mod tests {
         let sessions = ClientSessions::default();
         let calls = ParkedCalls {
             calls: Arc::default(),
+            tasks: Arc::default(),
             cluster: None,
         };
         let trip = trip(&sessions);
@@ -627,6 +656,7 @@ mod tests {
         let sessions = ClientSessions::default();
         let calls = ParkedCalls {
             calls: Arc::default(),
+            tasks: Arc::default(),
             cluster: None,
         };
         let kept: Vec<_> = (0..MAX_PARKED).map(|_| trip(&sessions)).collect();

@@ -4,19 +4,21 @@
 //! [`ANSWER_WITHIN`], else as a task the client reads with `tasks/get` and may end with
 //! `tasks/cancel`. A task is its client's alone, as over REST.
 //!
-//! A task runs without the session's client behind it: what its upstream asks meanwhile is
-//! answered as for a REST caller (an elicitation declined, no roots, no sampling), since the
-//! extension's way to ask (`input_required`, `tasks/update`) is not relayed yet.
+//! What a task's upstream asks meanwhile (elicitation, sampling, roots) waits for the client:
+//! `tasks/get` shows the task `input_required` with the asks, and `tasks/update` answers them
+//! (a [`RoundTrip`] is the task's caller, as for a call asked in rounds); only what the client
+//! declared it offers is asked of it, the rest answered as for a REST caller.
 //!
 //! With `cluster`, `tasks/get` and `tasks/cancel` work on any replica: the service reads
 //! another replica's task from its Redis record, rendered here as the owner renders its own.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
 use rmcp::model::{
-    CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams,
-    GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
+    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -24,6 +26,8 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use super::call::{ToolCall, rendered};
 use super::errors::error_for;
 use super::handler::McpBridge;
+use super::input_required::RoundTrip;
+use crate::provider::{Caller, ClientSession};
 use crate::service::TaskRequest;
 use crate::service::client::Client;
 use crate::service::tasks::{Outcome, POLL_INTERVAL_MS, TaskSnapshot};
@@ -66,18 +70,34 @@ impl McpBridge {
         &self,
         call: ToolCall<'_>,
         client: Client,
+        offers: Option<ClientCapabilities>,
     ) -> Result<CallToolResponse, McpError> {
         let trace = call
             .parts
             .and_then(|parts| parts.extensions.get::<TraceContext>().cloned())
             .unwrap_or_else(TraceContext::detached);
         let request_id = uuid::Uuid::new_v4().to_string();
+        // What the upstream asks while the task runs waits for `tasks/update` (shown by
+        // `tasks/get` as `input_required`); the legacy transport has no book for it.
+        let asker = self.parked.as_ref().map(|_| {
+            RoundTrip::new(
+                self.service.client_sessions(),
+                client.as_str(),
+                call.name,
+                offers,
+            )
+        });
+        let caller = asker.clone().map(|asker| {
+            let asker: Arc<dyn ClientSession> = asker;
+            Caller::new(asker, None)
+        });
         let started = self.service.start_task(TaskRequest {
             tool: call.name.to_owned(),
             arguments: call.arguments,
             request_id: request_id.clone(),
             client,
             trace,
+            caller,
         });
         let task = match started {
             Ok(task) => task,
@@ -86,6 +106,10 @@ impl McpBridge {
                 return error_for(failure, &request_id, typed);
             }
         };
+        if let (Some(parked), Some(asker)) = (&self.parked, &asker) {
+            parked.asks_for_task(&task.id, asker);
+        }
+        drop(asker);
         if tokio::time::timeout(ANSWER_WITHIN, task.ended())
             .await
             .is_ok()
@@ -129,8 +153,17 @@ impl McpBridge {
         let Some(task) = self.service.task(&params.task_id, &client).await else {
             return Err(no_such_task(&params.task_id));
         };
+        let asks = self
+            .parked
+            .as_ref()
+            .and_then(|parked| parked.task_asker(&params.task_id))
+            .map(|asker| asker.pending())
+            .filter(|asks| !asks.is_empty());
         let payload = match &task.outcome {
-            Outcome::Working => TaskPayload::Working,
+            Outcome::Working => match asks {
+                Some(input_requests) => TaskPayload::InputRequired { input_requests },
+                None => TaskPayload::Working,
+            },
             Outcome::Cancelled => TaskPayload::Cancelled,
             Outcome::Completed(_) | Outcome::Failed(_) => {
                 match self.answer_of(task.clone(), &params.task_id) {
@@ -150,6 +183,39 @@ impl McpBridge {
         };
         let view = task_view(&task, payload.status());
         Ok(GetTaskResult::new(DetailedTask::new(view, payload)))
+    }
+
+    /// `tasks/update`: the client's answers to what the task's upstream asked, each under
+    /// the key `tasks/get` showed it by.
+    pub(super) async fn update_task_of(
+        &self,
+        params: UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = self.client(context);
+        let asker = match self.service.task(&params.task_id, &client).await {
+            Some(task) if matches!(task.outcome, Outcome::Working) => self
+                .parked
+                .as_ref()
+                .and_then(|parked| parked.task_asker(&params.task_id)),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    format!("Task '{}' has ended: it asks nothing", params.task_id),
+                    None,
+                ));
+            }
+            None => return Err(no_such_task(&params.task_id)),
+        };
+        let Some(asker) = asker else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "Task '{}' waits for no input on this replica",
+                    params.task_id
+                ),
+                None,
+            ));
+        };
+        asker.answer(params.input_responses)
     }
 
     /// `tasks/cancel`: ends a working task of this client (its upstream request cancelled),

@@ -223,3 +223,75 @@ async fn an_mcp_client_of_the_tasks_extension_gets_long_calls_as_tasks() {
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
+
+/// What a task's upstream asks while it runs waits for the client of the tasks extension:
+/// `tasks/get` shows the task `input_required` with the elicitation as the server sent it,
+/// `tasks/update` answers it, and the task completes with what the tool made of the answer.
+#[tokio::test]
+async fn a_tasks_upstream_asks_its_client_through_tasks_get_and_update() {
+    let gw = Gateway::start(
+        "tasks-asks",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let mcp = McpSession::open_on(
+        reqwest::Client::new(),
+        &gw.url("/mcp"),
+        "tasks-asked",
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {"form": {}}}),
+    )
+    .await;
+    let created = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "trigger-elicitation-request", "arguments": {}}}))
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task_id}})
+    };
+    let asked = eventually(Duration::from_secs(10), "the task asks", || {
+        let mcp = mcp.clone();
+        let get = get(3);
+        async move {
+            let got = mcp.ask(get).await;
+            (got["result"]["status"] == "input_required").then_some(got)
+        }
+    })
+    .await;
+    let (key, request) = asked["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, r)| (k.clone(), r.clone()))
+        .unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert!(
+        request["params"]["requestedSchema"]["properties"].is_object(),
+        "{asked}"
+    );
+    let wrong = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/update",
+                    "params": {"taskId": task_id, "inputResponses": {"nothing-asked": {}}}}))
+        .await;
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    let updated = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/update",
+                    "params": {"taskId": task_id, "inputResponses": {key: {"action": "decline"}}}}))
+        .await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = eventually(Duration::from_secs(10), "the task completed", || {
+        let mcp = mcp.clone();
+        let get = get(6);
+        async move {
+            let got = mcp.ask(get).await;
+            (got["result"]["status"] == "completed").then_some(got)
+        }
+    })
+    .await;
+    assert!(
+        done["result"]["result"].to_string().contains("declined"),
+        "the tool saw the answer: {done}"
+    );
+}

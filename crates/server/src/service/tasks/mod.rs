@@ -191,6 +191,8 @@ pub struct TaskRequest {
     pub request_id: String,
     pub client: Client,
     pub trace: TraceContext,
+    /// Whom the upstream's asks during the call go to (none: answered as for a REST call).
+    pub caller: Option<crate::provider::Caller>,
 }
 
 impl Service {
@@ -252,7 +254,7 @@ impl Service {
                 client: &request.client,
                 trace: &request.trace,
                 progress: None,
-                caller: None,
+                caller: request.caller.clone(),
             });
             // Dropping the call cancels it upstream, as a client that goes away does.
             let outcome = tokio::select! {
