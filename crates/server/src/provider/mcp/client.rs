@@ -193,7 +193,16 @@ impl GatewayClient {
                 }
                 Route::NotYet => {
                     if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                        return no_client(ask);
+                        // Asked outside any call (server-everything asks its roots at start):
+                        // nobody to ask yet. An error, not an empty answer a server would keep,
+                        // so it asks again in a call, whose client is then asked.
+                        return Err(McpError::internal_error(
+                            format!(
+                                "{}: no client call is in flight on this connection to ask",
+                                ask.method()
+                            ),
+                            None,
+                        ));
                     }
                 }
             }
