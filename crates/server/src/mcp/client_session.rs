@@ -10,7 +10,7 @@
 #![allow(deprecated)]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::FutureExt;
@@ -51,8 +51,7 @@ pub struct McpClientSession {
 impl McpClientSession {
     /// A new record, entered in `book`; requests to the client are sent from `tasks`.
     pub fn new(book: &ClientSessions, tasks: Shutdown) -> Arc<McpClientSession> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        let id = ClientSessions::new_id();
         Arc::new_cyclic(|me: &std::sync::Weak<McpClientSession>| {
             let me: std::sync::Weak<dyn ClientSession> = me.clone();
             McpClientSession {
@@ -167,10 +166,12 @@ impl McpClientSession {
                 peer.notify_logging_message(params).await
             }
             ClientNotice::Log(_) => Ok(()),
-            ClientNotice::ResourceUpdated(params) if self.is_subscribed(&params.uri) => {
-                peer.notify_resource_updated(params).await
+            // A session subscribes with every provider that takes subscriptions
+            // (`resources/subscribe`), so an update of its URI is its whichever sent it.
+            ClientNotice::ResourceUpdated { update, .. } if self.is_subscribed(&update.uri) => {
+                peer.notify_resource_updated(update).await
             }
-            ClientNotice::ResourceUpdated(_) => Ok(()),
+            ClientNotice::ResourceUpdated { .. } => Ok(()),
             ClientNotice::ResourceListChanged => peer.notify_resource_list_changed().await,
             ClientNotice::PromptListChanged => peer.notify_prompt_list_changed().await,
         };

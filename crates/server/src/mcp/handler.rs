@@ -1,7 +1,8 @@
 //! The service's tools over MCP at `/mcp` (Streamable HTTP, rmcp's server): `tools/list`
 //! answers what GET /tools lists, `tools/call` runs through the same [`Service::call_tool`] —
 //! the same validation, timeouts and limits as POST /call-tool; resources, prompts and
-//! completions go through the service's catalog like REST's ([`super::catalog`]).
+//! completions go through the service's catalog like REST's ([`super::catalog`]); a
+//! 2026-07-28 client's `subscriptions/listen` stream is [`super::listen`]'s.
 //!
 //! Failures are answered as [`super::errors`] maps them. What the upstreams behind send a
 //! client — log messages (filtered by the session's `logging/setLevel`), resource updates of
@@ -19,10 +20,10 @@ use rmcp::model::{
     CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams, UpdateTaskParams,
+    ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -32,6 +33,7 @@ use super::capabilities::merged_capabilities;
 use super::client_session::McpClientSession;
 use super::direct::DirectSessions;
 use super::input_required::ParkedCalls;
+use super::listen::deliverable;
 use crate::provider::{Caller, ClientSession};
 use crate::service::Service;
 use crate::service::client::Client;
@@ -227,6 +229,18 @@ impl ServerHandler for McpBridge {
         self.seen(&context);
         self.unsubscription(&request.uri, &context).await;
         Ok(())
+    }
+
+    /// `subscriptions/listen` (2026-07-28): what of the filter the service can deliver.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(deliverable(requested, &self.service.offers()))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.listen_stream(context).await
     }
 
     async fn list_resources(

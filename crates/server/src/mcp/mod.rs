@@ -6,7 +6,8 @@
 //! front of every route);
 //! `/sse` + `/messages` is the legacy transport ([`legacy_sse`]) with the same gate and bridge.
 //! Failures are answered as [`errors`] maps them. Resources, prompts and completions go
-//! through the service's catalog ([`catalog`]), like REST's. Each session is a
+//! through the service's catalog ([`catalog`]), like REST's; a 2026-07-28 client's
+//! `subscriptions/listen` stream is [`listen`]'s. Each session is a
 //! [`client_session::McpClientSession`]: the providers reach it through the
 //! `provider::ClientSession` trait, and no part of this surface knows a provider kind.
 
@@ -20,6 +21,7 @@ pub mod gate;
 pub mod handler;
 pub mod input_required;
 pub mod legacy_sse;
+mod listen;
 pub mod sessions;
 mod tasks;
 

@@ -11,6 +11,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
@@ -98,7 +99,12 @@ pub enum ClientAnswer {
 #[derive(Clone)]
 pub enum ClientNotice {
     Log(LoggingMessageNotificationParam),
-    ResourceUpdated(ResourceUpdatedNotificationParam),
+    /// `provider` is the one whose upstream sent it: two providers may both have a URI, and a
+    /// client subscribed through one of them wants that one's updates only.
+    ResourceUpdated {
+        provider: String,
+        update: ResourceUpdatedNotificationParam,
+    },
     ResourceListChanged,
     PromptListChanged,
 }
@@ -147,6 +153,13 @@ impl std::fmt::Debug for Caller {
 pub struct ClientSessions(Arc<Mutex<HashMap<u64, Weak<dyn ClientSession>>>>);
 
 impl ClientSessions {
+    /// A session id unique for the life of the process, whatever kind of session it is for
+    /// (the book is keyed by it).
+    pub fn new_id() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Enters `session` for as long as the returned membership lives (the session holds it).
     pub fn enter(&self, session: Weak<dyn ClientSession>, id: u64) -> Membership {
         self.0.write_unpoisoned().insert(id, session);

@@ -204,7 +204,7 @@ impl Service {
 
     /// The provider that reads `uri`: `named` when given (it is asked even for a URI it does
     /// not list), else the first listing it, else the first with a matching template.
-    async fn resource_provider(
+    pub(super) async fn resource_provider(
         &self,
         uri: &str,
         named: Option<&str>,

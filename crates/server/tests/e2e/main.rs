@@ -21,6 +21,7 @@ mod lifecycle;
 mod mcp_catalog;
 mod mcp_fidelity;
 mod mcp_json_answers;
+mod mcp_listen;
 mod mcp_lists;
 mod mcp_pool;
 mod mcp_provider;

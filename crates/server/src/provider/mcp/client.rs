@@ -322,7 +322,11 @@ impl ClientHandler for GatewayClient {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.tell(ClientNotice::ResourceUpdated(params)).await;
+        let notice = ClientNotice::ResourceUpdated {
+            provider: self.who.1.clone(),
+            update: params,
+        };
+        self.tell(notice).await;
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
