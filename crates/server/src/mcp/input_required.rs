@@ -17,7 +17,6 @@
 #![allow(deprecated)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -244,9 +243,7 @@ impl RoundTrip {
         tool: &str,
         capabilities: Option<ClientCapabilities>,
     ) -> Arc<RoundTrip> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        // Session ids of the handshake era come from the same space (pools pin by them).
-        let id = u64::MAX / 2 + NEXT.fetch_add(1, Ordering::Relaxed);
+        let id = ClientSessions::new_id();
         Arc::new_cyclic(|me: &std::sync::Weak<RoundTrip>| {
             let me: std::sync::Weak<dyn ClientSession> = me.clone();
             RoundTrip {

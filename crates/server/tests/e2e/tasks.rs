@@ -247,9 +247,7 @@ async fn a_tasks_upstream_asks_its_client_through_tasks_get_and_update() {
         .await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    let get = |id: u64| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task_id}})
-    };
+    let get = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task_id}});
     let asked = eventually(Duration::from_secs(10), "the task asks", || {
         let mcp = mcp.clone();
         let get = get(3);
