@@ -130,27 +130,40 @@ async fn a_2026_client_is_asked_in_rounds_and_only_it_resumes_its_call() {
 
     // The elicitation's request as the upstream sent it, then the retries only its client
     // may make.
-    let (_, first) = call(
-        &gw,
-        ALICE_KEY,
-        "trigger-elicitation-request",
-        json!({"arguments": {}, "_meta": meta(offers.clone())}),
-    )
-    .await;
-    let result = &first["result"];
-    assert_eq!(result["resultType"], "input_required", "{first}");
-    let (key, request) = result["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(_, r)| r["method"] == "elicitation/create")
-        .map(|(k, r)| (k.clone(), r.clone()))
-        .unwrap_or_else(|| panic!("an elicitation: {first}"));
+    // (A roots/list the server asks at start may come first: answered, as a client would.)
+    let mut params = json!({"arguments": {}, "_meta": meta(offers.clone())});
+    let mut elicited = None;
+    for _ in 0..3 {
+        let (_, round) = call(
+            &gw,
+            ALICE_KEY,
+            "trigger-elicitation-request",
+            params.clone(),
+        )
+        .await;
+        let result = &round["result"];
+        assert_eq!(result["resultType"], "input_required", "{round}");
+        let requests = result["inputRequests"].as_object().unwrap();
+        if let Some((key, request)) = requests
+            .iter()
+            .find(|(_, r)| r["method"] == "elicitation/create")
+        {
+            elicited = Some((key.clone(), request.clone(), result["requestState"].clone()));
+            break;
+        }
+        let answers: serde_json::Map<String, Value> = requests
+            .iter()
+            .map(|(key, request)| (key.clone(), answer_to(request)))
+            .collect();
+        params["requestState"] = result["requestState"].clone();
+        params["inputResponses"] = Value::Object(answers);
+    }
+    let (key, request, state) = elicited.expect("an elicitation within 3 rounds");
     assert!(
         request["params"]["requestedSchema"]["properties"].is_object(),
         "{request}"
     );
-    let state = result["requestState"].as_str().unwrap().to_owned();
+    let state = state.as_str().unwrap().to_owned();
     let retry = |answer: Value| {
         json!({"arguments": {}, "_meta": meta(offers.clone()),
                "requestState": state, "inputResponses": {&key: answer}})
