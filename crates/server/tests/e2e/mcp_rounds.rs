@@ -418,3 +418,74 @@ async fn mcp_param_headers_are_mirrored_to_a_2026_upstream_under_its_own_names()
     let refused: Value = bare.json().await.unwrap();
     assert_eq!(refused["error"]["code"], -32020, "{refused}");
 }
+
+/// server-everything (the TypeScript SDK, handshake era only) over Streamable HTTP: the
+/// official Python SDK's client is asked the same through the gateway in the 2026-07-28 era,
+/// which the server does not speak (the gateway asks in `input_required` rounds), as in the
+/// handshake era, and what it is asked is what the server asks directly: its elicitation (a
+/// form with the five enum forms of SEP-1330 among its fields) and its sampling request.
+/// (What the gateway re-serializes is not byte-for-byte the server's: numbers of a form's
+/// schema, a sampling temperature, the order of an answer's keys — issue 37, docs/mcp.md.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handshake_era_server_asks_a_client_of_either_era_through_the_gateway() {
+    let port = free_port();
+    let _everything = start_everything_on("streamableHttp", port).await;
+    let direct = format!("http://127.0.0.1:{port}/mcp");
+    let gw = Gateway::start(
+        "rounds-everything",
+        &format!("providers:\n  - {{ name: everything, kind: mcp, url: \"{direct}\" }}\n"),
+    )
+    .await;
+    let calls = r#"[["trigger-elicitation-request",{}],["trigger-sampling-request",{"prompt":"a haiku","maxTokens":7}],["echo",{"message":"both eras"}]]"#;
+    let saw = |url: String, mode: &'static str| async move {
+        let mut seen = run_python(vec![
+            fixture("mrtr_client.py"),
+            url,
+            mode.to_owned(),
+            calls.to_owned(),
+        ])
+        .await;
+        seen.as_object_mut().unwrap().remove("protocol_version");
+        seen
+    };
+    let expected = saw(direct, "legacy").await;
+    let through = saw(gw.url("/mcp"), "legacy").await;
+    let modern = saw(gw.url("/mcp"), "2026-07-28").await;
+    assert_eq!(
+        modern, through,
+        "the 2026-07-28 client sees what the handshake-era one does"
+    );
+    let form = |seen: &Value| seen["calls"][0]["requests"][0]["params"].clone();
+    let (asked, directly) = (form(&through), form(&expected));
+    assert_eq!(asked["message"], directly["message"]);
+    let fields = |form: &Value| {
+        let properties = form["requestedSchema"]["properties"].as_object().unwrap();
+        properties.keys().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(fields(&asked), fields(&directly));
+    for enum_form in ["enumNames", "oneOf", "anyOf", "\"enum\""] {
+        assert!(
+            asked.to_string().contains(enum_form),
+            "{enum_form} in {asked}"
+        );
+    }
+    for (call, (seen, want)) in through["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(expected["calls"].as_array().unwrap())
+        .enumerate()
+    {
+        assert_eq!(seen["isError"], want["isError"], "call {call}");
+        assert_eq!(seen["content"][0], want["content"][0], "call {call}");
+        let methods = |c: &Value| {
+            c["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["method"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(methods(seen), methods(want), "call {call}");
+    }
+}
