@@ -120,9 +120,15 @@ impl Inner {
         if self.task_tools.read_unpoisoned().contains(tool) {
             return self.send_task(link, tool, args, trace, sink, caller).await;
         }
-        let params = super::rounds::first_round(tool, args.clone());
         let (answer, refused) = self
-            .send_in_rounds(link, params, trace, sink.clone(), caller.clone())
+            .send_in_rounds(
+                link,
+                tool,
+                (args.clone(), &args),
+                trace,
+                sink.clone(),
+                caller.clone(),
+            )
             .await;
         if !matches!(&answer, Ok(CallToolResponse::Complete(r)) if needs_task(r)) {
             return (answer, refused);

@@ -31,16 +31,19 @@ use crate::telemetry::TraceContext;
 pub(super) const MAX_ROUNDS: usize = 10;
 
 impl Inner {
-    /// `tools/call`, and its retries while the server answers `input_required`.
+    /// `tools/call` of `tool` with `arguments`, and its retries (with `arguments` again,
+    /// copied only then) while the server answers `input_required`.
     pub(super) async fn send_in_rounds(
         &self,
         link: &Link,
-        params: CallToolRequestParams,
+        tool: &str,
+        (first, arguments): (JsonObject, &JsonObject),
         trace: &TraceContext,
         sink: Option<ProgressSink>,
         caller: Option<Caller>,
     ) -> (Result<CallToolResponse, ServiceError>, Refused) {
-        let mut round = params.clone();
+        let params = || CallToolRequestParams::new(tool.to_owned());
+        let mut round = params().with_arguments(first);
         for _ in 0..=MAX_ROUNDS {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(round));
             let (answer, refused) = self
@@ -54,12 +57,13 @@ impl Inner {
                 Ok(responses) => responses,
                 Err((error, refused)) => return (Err(ServiceError::McpError(error)), refused),
             };
-            round = params.clone().with_input_responses(responses);
+            round = params()
+                .with_arguments(arguments.clone())
+                .with_input_responses(responses);
             if let Some(state) = asked.request_state {
                 round = round.with_request_state(state);
             }
         }
-        let tool = &params.name;
         let error = McpError::new(
             ErrorCode::INTERNAL_ERROR,
             format!("Tool '{tool}' still asked for input after {MAX_ROUNDS} rounds"),
@@ -67,11 +71,6 @@ impl Inner {
         );
         (Err(ServiceError::McpError(error)), None)
     }
-}
-
-/// The first call of a tool: its name and arguments.
-pub(super) fn first_round(tool: &str, args: JsonObject) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args)
 }
 
 /// What the server asked, as an ask of a client; `None` for a kind this gateway does not know.
