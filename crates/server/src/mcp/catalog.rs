@@ -29,8 +29,15 @@ fn item(native: Option<Value>, built: Value) -> Value {
     })
 }
 
-/// An MCP result type read from its JSON form (what the items above add up to).
-fn result_of<T: DeserializeOwned>(json: Value, what: &str) -> Result<T, McpError> {
+/// An MCP result type read from its JSON form (what the items above add up to), marked
+/// complete as 2026-07-28 clients need it (`resultType`; rmcp leaves it out for older ones,
+/// and a handshake-era upstream does not say).
+fn result_of<T: DeserializeOwned>(mut json: Value, what: &str) -> Result<T, McpError> {
+    if let Some(members) = json.as_object_mut() {
+        members
+            .entry("resultType")
+            .or_insert_with(|| json!("complete"));
+    }
     serde_json::from_value(json).map_err(|e| {
         McpError::internal_error(
             format!("{what}: the answer is not a valid MCP result: {e}"),
@@ -197,7 +204,11 @@ impl McpBridge {
                 self.service.complete(request, catalog).await
             })
             .await;
-        completed.map_err(|f| catalog_error(f, &request_id))
+        let mut completed = completed.map_err(|f| catalog_error(f, &request_id))?;
+        completed
+            .result_type
+            .get_or_insert(rmcp::model::ResultType::COMPLETE);
+        Ok(completed)
     }
 
     /// `resources/subscribe` with every provider that takes subscriptions; this session then

@@ -80,3 +80,77 @@ async fn with_api_keys_the_tool_list_is_private() {
     let tools = mcp.ask(list("tools/list")).await;
     assert_eq!(tools["result"]["cacheScope"], "private", "{tools}");
 }
+
+/// Every answer a 2026-07-28 client gets says it is complete (`resultType`, a MUST of that
+/// era's schema): the catalog's lists, reads, prompts and completions too, whose upstream (of
+/// the handshake era) does not say.
+#[tokio::test]
+async fn every_answer_to_a_2026_client_says_it_is_complete() {
+    let gw = Gateway::start(
+        "mcp-lists-complete",
+        &format!("providers:\n{}", everything_provider("everything")),
+    )
+    .await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let asks = [
+        ("tools/list", "", json!({})),
+        ("prompts/list", "", json!({})),
+        ("resources/list", "", json!({})),
+        ("resources/templates/list", "", json!({})),
+        (
+            "resources/read",
+            "demo://resource/static/document/architecture.md",
+            json!({"uri": "demo://resource/static/document/architecture.md"}),
+        ),
+        (
+            "prompts/get",
+            "args-prompt",
+            json!({"name": "args-prompt", "arguments": {"city": "Lisboa"}}),
+        ),
+        (
+            "completion/complete",
+            "",
+            json!({"ref": {"type": "ref/prompt", "name": "completable-prompt"},
+                   "argument": {"name": "department", "value": "E"}}),
+        ),
+        (
+            "tools/call",
+            "echo",
+            json!({"name": "echo", "arguments": {"message": "done"}}),
+        ),
+    ];
+    for (method, name, mut params) in asks {
+        params["_meta"] = meta.clone();
+        let mut request = reqwest::Client::new()
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if !name.is_empty() {
+            request = request.header("mcp-name", name);
+        }
+        let text = request
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_str(&text)
+            .ok()
+            .or_else(|| {
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                    .find(|m| m.get("id").is_some())
+            })
+            .unwrap_or_else(|| panic!("{method}: {text}"));
+        assert_eq!(
+            answer["result"]["resultType"], "complete",
+            "{method}: {answer}"
+        );
+    }
+}
