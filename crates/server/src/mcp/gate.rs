@@ -302,7 +302,8 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
             && !gate.parked.holds(state)
             && gate.book.cluster().is_some()
         {
-            return parked_elsewhere(&gate.book, state, id, request, next).await;
+            let call = super::input_required::call_of(state);
+            return parked_elsewhere(&gate.book, call, id, request, next).await;
         }
         if message["method"] != "initialize" {
             return next.run(request).await; // rmcp: a session id is required

@@ -96,9 +96,9 @@ impl ParkedCalls {
         parked
     }
 
-    /// Whether this replica holds the parked call `state`.
+    /// Whether this replica holds the parked call a `requestState` names.
     pub fn holds(&self, state: &str) -> bool {
-        self.calls.read_unpoisoned().contains_key(state)
+        self.calls.read_unpoisoned().contains_key(call_of(state))
     }
 
     pub fn len(&self) -> usize {
@@ -114,8 +114,8 @@ impl ParkedCalls {
     pub(super) fn resumed(&self, state: &str, owner: &str, tool: &str) -> Option<Arc<RoundTrip>> {
         self.calls
             .read_unpoisoned()
-            .get(state)
-            .filter(|trip| trip.owner == owner && trip.tool == tool)
+            .get(call_of(state))
+            .filter(|trip| trip.owner == owner && trip.tool == tool && trip.is_current(state))
             .cloned()
     }
 
@@ -134,16 +134,16 @@ impl ParkedCalls {
     /// Parks `trip` until its client's retry; false when the book is full.
     fn park(&self, trip: &Arc<RoundTrip>) -> bool {
         let mut calls = self.calls.write_unpoisoned();
-        if !calls.contains_key(&trip.state) {
+        if !calls.contains_key(&trip.call_id) {
             if calls.len() >= MAX_PARKED {
                 return false;
             }
-            calls.insert(trip.state.clone(), trip.clone());
+            calls.insert(trip.call_id.clone(), trip.clone());
             if let Some(cluster) = &self.cluster {
                 // Routed as a session of one call: a retry that lands on another replica is
                 // sent on to this one by the record.
                 cluster.session_live(
-                    &trip.state,
+                    &trip.call_id,
                     "parked",
                     &crate::clock::timestamp(),
                     PARKED_FOR,
@@ -154,10 +154,14 @@ impl ParkedCalls {
     }
 
     fn unpark(&self, trip: &RoundTrip) {
-        if self.calls.write_unpoisoned().remove(&trip.state).is_some()
+        if self
+            .calls
+            .write_unpoisoned()
+            .remove(&trip.call_id)
+            .is_some()
             && let Some(cluster) = &self.cluster
         {
-            cluster.session_ended(&trip.state);
+            cluster.session_ended(&trip.call_id);
         }
     }
 
@@ -182,6 +186,12 @@ impl ParkedCalls {
             self.unpark(&trip);
         }
     }
+}
+
+/// The parked call a `requestState` names (the part before its round's number); also the
+/// key of its record with a cluster.
+pub fn call_of(state: &str) -> &str {
+    state.split_once('.').map_or(state, |(call, _)| call)
 }
 
 /// What the client answers one ask with.
@@ -215,14 +225,16 @@ struct Rounds {
     held_logs: Vec<LoggingMessageNotificationParam>,
     /// When the call was last parked (none while a round is open).
     parked_at: Option<Instant>,
+    /// How many rounds have asked (each names its own `requestState`).
+    asked_rounds: u64,
 }
 
 /// One tool call of a 2026-07-28 client, over as many rounds as its upstream asks: the
 /// client session the upstream's asks go to.
 pub struct RoundTrip {
     id: u64,
-    /// The `requestState` the client echoes.
-    state: String,
+    /// Names the parked call; each round's `requestState` is it and the round's number.
+    call_id: String,
     owner: String,
     tool: String,
     /// What the client declared it can do, in the first request's `_meta`.
@@ -248,7 +260,7 @@ impl RoundTrip {
             let me: std::sync::Weak<dyn ClientSession> = me.clone();
             RoundTrip {
                 id,
-                state: uuid::Uuid::new_v4().simple().to_string(),
+                call_id: uuid::Uuid::new_v4().simple().to_string(),
                 owner: owner.to_owned(),
                 tool: tool.to_owned(),
                 capabilities,
@@ -264,6 +276,13 @@ impl RoundTrip {
     pub fn ended(&self, outcome: Result<CallToolResponse, McpError>) {
         self.rounds.write_unpoisoned().outcome = Some(outcome);
         self.changed.notify_waiters();
+    }
+
+    /// Whether `state` is the last round's: an earlier round's retry is refused (its asks
+    /// were answered, or asked again since).
+    fn is_current(&self, state: &str) -> bool {
+        let round = self.rounds.read_unpoisoned().asked_rounds;
+        state == format!("{}.{round}", self.call_id)
     }
 
     fn expired_at(&self, now: Instant) -> bool {
@@ -284,15 +303,14 @@ impl RoundTrip {
     }
 
     /// The client's answers of a retry, each to the ask it names. An answer that does not
-    /// decode as what was asked, or names no ask, is refused (-32602) and answers nothing.
+    /// decode as what was asked is refused (-32602) and answers nothing; one that names no
+    /// outstanding ask is left out (the spec lets a server ignore it).
     pub fn answer(&self, responses: InputResponses) -> Result<(), McpError> {
         let mut rounds = self.rounds.write_unpoisoned();
         for (key, value) in &responses {
             let Some(ask) = rounds.asks.get(key) else {
-                return Err(McpError::invalid_params(
-                    format!("inputResponses names '{key}', which this call did not ask"),
-                    None,
-                ));
+                tracing::debug!(key, "an answer to nothing outstanding, left out");
+                continue;
             };
             decoded(ask.kind, value.clone()).map_err(|why| {
                 McpError::invalid_params(format!("inputResponses['{key}']: {why}"), None)
@@ -373,6 +391,8 @@ impl RoundTrip {
             .collect();
         rounds.peer = None;
         rounds.parked_at = Some(Instant::now());
+        rounds.asked_rounds += 1;
+        let state = format!("{}.{}", self.call_id, rounds.asked_rounds);
         drop(rounds);
         if !book.park(self) {
             self.cancel.cancel();
@@ -390,12 +410,17 @@ impl RoundTrip {
             )));
         }
         Some(Ok(CallToolResponse::InputRequired(
-            InputRequiredResult::new(Some(requests), Some(self.state.clone())),
+            InputRequiredResult::new(Some(requests), Some(state)),
         )))
     }
 
-    /// Asks the client in the next round, and waits for its answer.
-    async fn ask_in_round(&self, ask: ClientAsk) -> Result<ClientAnswer, McpError> {
+    /// Asks the client in the next round under `key` (the upstream's own, when it gave one
+    /// that is not outstanding already; else one of ours), and waits for its answer.
+    async fn ask_in_round(
+        &self,
+        ask: ClientAsk,
+        key: Option<String>,
+    ) -> Result<ClientAnswer, McpError> {
         let (kind, request) = match ask {
             ClientAsk::Elicitation(params) => (
                 AskKind::Elicitation,
@@ -414,7 +439,10 @@ impl RoundTrip {
         {
             let mut rounds = self.rounds.write_unpoisoned();
             rounds.next_key += 1;
-            let key = format!("{}-{}", kind.name(), rounds.next_key);
+            let key = match key {
+                Some(key) if !rounds.asks.contains_key(&key) => key,
+                _ => format!("{}-{}", kind.name(), rounds.next_key),
+            };
             rounds.asks.insert(
                 key,
                 Ask {
@@ -511,7 +539,16 @@ impl ClientSession for RoundTrip {
         ask: ClientAsk,
         _on: Option<RequestId>,
     ) -> BoxFuture<'_, Result<ClientAnswer, McpError>> {
-        self.ask_in_round(ask).boxed()
+        self.ask_in_round(ask, None).boxed()
+    }
+
+    fn ask_keyed(
+        &self,
+        key: &str,
+        ask: ClientAsk,
+        _on: Option<RequestId>,
+    ) -> BoxFuture<'_, Result<ClientAnswer, McpError>> {
+        self.ask_in_round(ask, Some(key.to_owned())).boxed()
     }
 
     fn notify(&self, notice: ClientNotice) -> BoxFuture<'_, ()> {
@@ -559,7 +596,7 @@ mod tests {
         let trip = trip(&ClientSessions::default());
         let asking = {
             let trip = trip.clone();
-            tokio::spawn(async move { trip.ask_in_round(elicitation()).await })
+            tokio::spawn(async move { trip.ask_in_round(elicitation(), None).await })
         };
         let key = loop {
             if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
@@ -583,14 +620,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn answers_to_nothing_asked_or_of_the_wrong_kind_are_refused() {
+    async fn answers_of_the_wrong_kind_are_refused_and_to_nothing_asked_left_out() {
         let trip = trip(&ClientSessions::default());
         let mut unknown = InputResponses::new();
         unknown.insert("roots-9".into(), serde_json::json!({"roots": []}));
-        assert!(trip.answer(unknown).is_err());
+        assert!(
+            trip.answer(unknown).is_ok(),
+            "an answer to nothing asked is left out"
+        );
         let asking = {
             let trip = trip.clone();
-            tokio::spawn(async move { trip.ask_in_round(ClientAsk::Roots).await })
+            tokio::spawn(async move { trip.ask_in_round(ClientAsk::Roots, None).await })
         };
         let key = loop {
             if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
@@ -622,10 +662,17 @@ mod tests {
         };
         let trip = trip(&sessions);
         assert!(calls.park(&trip));
-        assert!(calls.holds(&trip.state));
-        assert!(calls.resumed(&trip.state, "alice", "ask").is_some());
-        assert!(calls.resumed(&trip.state, "mallory", "ask").is_none());
-        assert!(calls.resumed(&trip.state, "alice", "other").is_none());
+        trip.rounds.write_unpoisoned().asked_rounds = 2;
+        let state = format!("{}.2", trip.call_id);
+        assert!(calls.holds(&state));
+        assert!(calls.resumed(&state, "alice", "ask").is_some());
+        assert!(calls.resumed(&state, "mallory", "ask").is_none());
+        assert!(calls.resumed(&state, "alice", "other").is_none());
+        let earlier = format!("{}.1", trip.call_id);
+        assert!(
+            calls.resumed(&earlier, "alice", "ask").is_none(),
+            "an earlier round's"
+        );
         calls.unpark(&trip);
         assert!(calls.is_empty());
     }
@@ -643,7 +690,7 @@ mod tests {
         trip.rounds.write_unpoisoned().parked_at = Some(long_ago);
         assert!(calls.park(&trip));
         calls.sweep(Some(long_ago + PARKED_FOR / 2));
-        assert!(!trip.cancel.is_cancelled() && calls.holds(&trip.state));
+        assert!(!trip.cancel.is_cancelled() && calls.holds(&trip.call_id));
         calls.sweep(Some(long_ago + PARKED_FOR));
         assert!(trip.cancel.is_cancelled() && calls.is_empty());
     }

@@ -47,6 +47,18 @@ pub trait ClientSession: Send + Sync {
         on: Option<RequestId>,
     ) -> BoxFuture<'_, Result<ClientAnswer, McpError>>;
 
+    /// [`ClientSession::ask`], naming the ask `key` (a 2026-07-28 server's own key for it,
+    /// kept where the client is asked in rounds too; elsewhere there is no key to keep).
+    fn ask_keyed(
+        &self,
+        key: &str,
+        ask: ClientAsk,
+        on: Option<RequestId>,
+    ) -> BoxFuture<'_, Result<ClientAnswer, McpError>> {
+        let _ = key;
+        self.ask(ask, on)
+    }
+
     /// Tells the client what an upstream told its client; the session drops what it does not
     /// want (a log message below its level, an update of a resource it did not subscribe to).
     fn notify(&self, notice: ClientNotice) -> BoxFuture<'_, ()>;
@@ -134,6 +146,13 @@ impl Caller {
     /// Asks the caller's client, on the stream of the caller's request.
     pub async fn ask(&self, ask: ClientAsk) -> Result<ClientAnswer, McpError> {
         self.session.ask(ask, self.request_id.clone()).await
+    }
+
+    /// [`Caller::ask`], under the key the server named the ask by.
+    pub async fn ask_keyed(&self, key: &str, ask: ClientAsk) -> Result<ClientAnswer, McpError> {
+        self.session
+            .ask_keyed(key, ask, self.request_id.clone())
+            .await
     }
 }
 

@@ -437,7 +437,7 @@ async fn a_handshake_era_server_asks_a_client_of_either_era_through_the_gateway(
     )
     .await;
     let calls = r#"[["trigger-elicitation-request",{}],["trigger-sampling-request",{"prompt":"a haiku","maxTokens":7}],["echo",{"message":"both eras"}]]"#;
-    let saw = |url: String, mode: &'static str| async move {
+    let run = |url: String, mode: &'static str, calls: &'static str| async move {
         let mut seen = run_python(vec![
             fixture("mrtr_client.py"),
             url,
@@ -448,6 +448,11 @@ async fn a_handshake_era_server_asks_a_client_of_either_era_through_the_gateway(
         seen.as_object_mut().unwrap().remove("protocol_version");
         seen
     };
+    let saw = |url: String, mode: &'static str| run(url, mode, calls);
+    // server-everything asks its client's roots once per connection, at start or at the
+    // first call after: a first call that lists them takes that ask out of the comparison.
+    let roots = run(gw.url("/mcp"), "2026-07-28", r#"[["get-roots-list",{}]]"#).await;
+    assert!(roots.to_string().contains("file:///tmp/root-a"), "{roots}");
     let expected = saw(direct, "legacy").await;
     let through = saw(gw.url("/mcp"), "legacy").await;
     let modern = saw(gw.url("/mcp"), "2026-07-28").await;
@@ -488,4 +493,115 @@ async fn a_handshake_era_server_asks_a_client_of_either_era_through_the_gateway(
         };
         assert_eq!(methods(seen), methods(want), "call {call}");
     }
+}
+
+/// Each round names its own `requestState`: a call asked twice (a name and roots, then a
+/// sampling that needs the name) gets a new state in its second round, and a retry with the
+/// first round's state, whose asks are answered, is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_round_has_a_request_state_of_its_own() {
+    let gw = Gateway::start(
+        "rounds-states",
+        &format!(
+            "providers:\n  - {{ name: mrtr, kind: mcp, command: \"{}\", args: [\"{}\"] }}\n",
+            venv_python(),
+            fixture("mrtr_server.py")
+        ),
+    )
+    .await;
+    let offers = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+    let mut params = json!({"arguments": {}, "_meta": meta(offers)});
+    let mut states: Vec<Value> = Vec::new();
+    let done = loop {
+        let (_, answer) = call(&gw, "unused", "ask_all", params.clone()).await;
+        let result = &answer["result"];
+        if result["resultType"] != "input_required" {
+            break answer;
+        }
+        assert!(states.len() < 4, "still asking: {answer}");
+        let mut responses = serde_json::Map::new();
+        for (key, request) in result["inputRequests"].as_object().unwrap() {
+            let answer = match request["method"].as_str() {
+                Some("elicitation/create") => {
+                    json!({"action": "accept", "content": {"name": "Ada"}})
+                }
+                _ => answer_to(request),
+            };
+            responses.insert(key.clone(), answer);
+        }
+        states.push(result["requestState"].clone());
+        params["requestState"] = result["requestState"].clone();
+        params["inputResponses"] = Value::Object(responses);
+    };
+    assert!(done.to_string().contains("sampled words"), "{done}");
+    assert!(
+        states.len() >= 2,
+        "asked in two rounds at least: {states:?}"
+    );
+    assert_ne!(states[0], states[1], "a new state each round");
+
+    // An earlier round's state, once a later round has asked, is refused.
+    let mut params = json!({"arguments": {}, "_meta": meta(json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}))});
+    let (_, first) = call(&gw, "unused", "ask_all", params.clone()).await;
+    let first_state = first["result"]["requestState"].clone();
+    let mut responses = serde_json::Map::new();
+    for (key, request) in first["result"]["inputRequests"].as_object().unwrap() {
+        let answer = match request["method"].as_str() {
+            Some("elicitation/create") => json!({"action": "accept", "content": {"name": "Ada"}}),
+            _ => answer_to(request),
+        };
+        responses.insert(key.clone(), answer);
+    }
+    params["requestState"] = first_state.clone();
+    params["inputResponses"] = Value::Object(responses);
+    let (_, second) = call(&gw, "unused", "ask_all", params.clone()).await;
+    assert_eq!(second["result"]["resultType"], "input_required", "{second}");
+    let (_, stale) = call(&gw, "unused", "ask_all", params).await;
+    assert_eq!(
+        stale["error"]["code"], -32602,
+        "the first round's state: {stale}"
+    );
+}
+
+/// A 2026-07-28 server's own keys for its input requests reach a 2026-07-28 client through
+/// the gateway (which asks them of the client in rounds of its own).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_servers_input_request_keys_reach_the_client() {
+    let gw = Gateway::start(
+        "rounds-keys",
+        &format!(
+            "providers:\n  - {{ name: mrtr, kind: mcp, command: \"{}\", args: [\"{}\"], protocol: \"2026-07-28\" }}\n",
+            venv_python(),
+            fixture("mrtr_server.py")
+        ),
+    )
+    .await;
+    let offers = json!({"elicitation": {"form": {}}});
+    let (_, first) = call(
+        &gw,
+        "unused",
+        "ask_name",
+        json!({"arguments": {}, "_meta": meta(offers.clone())}),
+    )
+    .await;
+    let keys: Vec<&String> = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{first}"))
+        .keys()
+        .collect();
+    assert!(
+        keys.len() == 1 && keys[0].ends_with("name_question"),
+        "the server's key: {keys:?}"
+    );
+    let key = keys[0].clone();
+    let (_, done) = call(
+        &gw,
+        "unused",
+        "ask_name",
+        json!({"arguments": {}, "_meta": meta(offers),
+               "requestState": first["result"]["requestState"],
+               "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}),
+    )
+    .await;
+    assert!(done.to_string().contains("Hello, Ada"), "{done}");
 }

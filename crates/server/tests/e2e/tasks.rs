@@ -226,7 +226,8 @@ async fn an_mcp_client_of_the_tasks_extension_gets_long_calls_as_tasks() {
 
 /// What a task's upstream asks while it runs waits for the client of the tasks extension:
 /// `tasks/get` shows the task `input_required` with the elicitation as the server sent it,
-/// `tasks/update` answers it, and the task completes with what the tool made of the answer.
+/// `tasks/update` answers it (an answer to nothing asked is left out, one of the wrong kind
+/// refused), and the task completes with what the tool made of the answer.
 #[tokio::test]
 async fn a_tasks_upstream_asks_its_client_through_tasks_get_and_update() {
     let gw = Gateway::start(
@@ -269,11 +270,19 @@ async fn a_tasks_upstream_asks_its_client_through_tasks_get_and_update() {
         request["params"]["requestedSchema"]["properties"].is_object(),
         "{asked}"
     );
-    let wrong = mcp
+    let unasked = mcp
         .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/update",
                     "params": {"taskId": task_id, "inputResponses": {"nothing-asked": {}}}}))
         .await;
-    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    assert!(unasked.get("error").is_none(), "left out: {unasked}");
+    let wrong = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/update",
+                    "params": {"taskId": task_id, "inputResponses": {&key: {"roots": "none"}}}}))
+        .await;
+    assert_eq!(
+        wrong["error"]["code"], -32602,
+        "not an elicitation's answer: {wrong}"
+    );
     let updated = mcp
         .ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/update",
                     "params": {"taskId": task_id, "inputResponses": {key: {"action": "decline"}}}}))

@@ -110,7 +110,7 @@ async fn answered(
             None
         };
         let answer = match offered {
-            Some(caller) => caller.ask(ask).await,
+            Some(caller) => caller.ask_keyed(&key, ask).await,
             None => no_client(ask),
         }
         .map_err(|error| (error, if offered.is_none() { refused } else { None }))?;
