@@ -564,7 +564,9 @@ async fn each_round_has_a_request_state_of_its_own() {
 }
 
 /// A 2026-07-28 server's own keys for its input requests reach a 2026-07-28 client through
-/// the gateway (which asks them of the client in rounds of its own).
+/// the gateway (which asks them of the client in rounds of its own), and the server is told
+/// what the caller offers, not all the gateway could pass on: a caller that offers no
+/// elicitation (REST, or such a client) gets the server's refusal as CAPABILITY_REQUIRED.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_2026_servers_input_request_keys_reach_the_client() {
     let gw = Gateway::start(
@@ -604,4 +606,21 @@ async fn a_2026_servers_input_request_keys_reach_the_client() {
     )
     .await;
     assert!(done.to_string().contains("Hello, Ada"), "{done}");
+
+    // A REST caller offers nothing: the server is told so and refuses, as it would a client
+    // without elicitation, instead of being asked on its behalf.
+    let rest = crate::harness::call(&gw, "ask_name", json!({})).await;
+    assert_eq!(rest.body["code"], "CAPABILITY_REQUIRED", "{}", rest.body);
+    assert!(
+        rest.body["error"].as_str().unwrap().contains("elicitation"),
+        "{}",
+        rest.body
+    );
+    let offered_nothing = json!({"arguments": {}, "_meta": meta(json!({}))});
+    let (_, refused) = call(&gw, "unused", "ask_name", offered_nothing).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("CAPABILITY_REQUIRED"),
+        "{refused}"
+    );
 }

@@ -52,6 +52,9 @@ impl Inner {
             // Every level, as a handshake-era server is asked once: the sessions filter.
             #[allow(deprecated)] // logging: SEP-2577, still in the versions served
             meta.set_log_level(rmcp::model::LoggingLevel::Debug);
+            // What the caller offers, not all the gateway can pass on: the server then refuses
+            // (-32021) or does without, as it would for that client.
+            meta.set_client_capabilities(super::rounds::offered_by(caller.as_ref()));
         }
         options.meta = Some(meta);
         let handle = match link.peer.send_request_with_option(request, options).await {
@@ -293,6 +296,15 @@ impl Inner {
             Ok(Ok(_)) => Err(ToolError::CapabilityRequired(format!(
                 "Tool '{tool}' answered with a task or a request for input, which a REST call cannot carry: call it over MCP at /mcp"
             ))),
+            // A server of 2026-07-28 refusing a caller that does not offer what it needs.
+            Ok(Err(ServiceError::McpError(e)))
+                if e.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+            {
+                Err(ToolError::CapabilityRequired(format!(
+                    "Tool '{tool}' needs its caller to offer what it asks ({}): call it over MCP at /mcp with a client that offers it",
+                    e.message
+                )))
+            }
             Ok(Err(ServiceError::McpError(e))) => {
                 let message = format!("Tool '{tool}' failed: {}", e.message);
                 // Invalid params is JSON-RPC's; MCP servers also use it for unknown tools.

@@ -14,8 +14,8 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest, ErrorCode,
-    InputRequest, InputRequests, InputResponses,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientRequest,
+    ErrorCode, InputRequest, InputRequests, InputResponses,
 };
 use rmcp::service::ServiceError;
 use serde_json::Value;
@@ -71,6 +71,18 @@ impl Inner {
         );
         (Err(ServiceError::McpError(error)), None)
     }
+}
+
+/// What a call's caller offers a server that asks in rounds (sampling, elicitation, roots as
+/// its client declared them); nothing for a caller without a client (REST).
+pub(super) fn offered_by(caller: Option<&Caller>) -> ClientCapabilities {
+    let mut offered = ClientCapabilities::default();
+    if let Some(theirs) = caller.and_then(|c| c.session.capabilities()) {
+        offered.sampling = theirs.sampling;
+        offered.elicitation = theirs.elicitation;
+        offered.roots = theirs.roots;
+    }
+    offered
 }
 
 /// What the server asked, as an ask of a client; `None` for a kind this gateway does not know.
