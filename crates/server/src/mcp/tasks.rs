@@ -24,7 +24,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
 use super::call::{ToolCall, rendered};
-use super::errors::error_for;
+use super::errors::{catalog_error, error_for};
 use super::handler::McpBridge;
 use super::input_required::RoundTrip;
 use crate::provider::{Caller, ClientSession};
@@ -165,6 +165,14 @@ impl McpBridge {
                 None => TaskPayload::Working,
             },
             Outcome::Cancelled => TaskPayload::Cancelled,
+            // The call failed (not the tool reporting an error of its own, which completes
+            // with its isError result): the task failed, with the JSON-RPC error.
+            Outcome::Failed(failure) if failure.output.is_none() => {
+                let error = catalog_error(failure.clone(), &params.task_id);
+                TaskPayload::Failed {
+                    error: object(serde_json::to_value(error).unwrap_or_default()),
+                }
+            }
             Outcome::Completed(_) | Outcome::Failed(_) => {
                 match self.answer_of(task.clone(), &params.task_id) {
                     Ok(CallToolResponse::Complete(result)) => TaskPayload::Completed {

@@ -302,3 +302,50 @@ async fn a_tasks_upstream_asks_its_client_through_tasks_get_and_update() {
         "the tool saw the answer: {done}"
     );
 }
+
+/// A task whose call fails (here its timeout, not the tool reporting an error of its own)
+/// ends `failed` with the JSON-RPC error the call would have given, as the tasks extension
+/// asks; the tool's own `isError` result would complete it.
+#[tokio::test]
+async fn a_task_whose_call_fails_ends_failed_with_its_error() {
+    let gw = Gateway::start(
+        "tasks-failed",
+        &format!(
+            "limits: {{ call_timeout_ms: 1500 }}\nproviders:\n{}",
+            everything_provider("everything")
+        ),
+    )
+    .await;
+    let mcp = McpSession::open_on(
+        reqwest::Client::new(),
+        &gw.url("/mcp"),
+        "tasks-failed",
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let created = mcp
+        .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "trigger-long-running-operation",
+                               "arguments": {"duration": 5, "steps": 5}}}))
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let ended = eventually(Duration::from_secs(15), "the task ended", || {
+        let mcp = mcp.clone();
+        let task_id = task_id.clone();
+        async move {
+            let got = mcp
+                .ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+                            "params": {"taskId": task_id}}))
+                .await;
+            (got["result"]["status"] != "working").then_some(got)
+        }
+    })
+    .await;
+    assert_eq!(ended["result"]["status"], "failed", "{ended}");
+    assert_eq!(
+        ended["result"]["error"]["data"]["code"], "TIMEOUT",
+        "{ended}"
+    );
+    assert!(ended["result"]["error"]["code"].is_i64(), "{ended}");
+}
