@@ -581,6 +581,25 @@ mod tests {
         RoundTrip::new(book, "alice", "ask", None)
     }
 
+    /// A book of a service without a cluster (and without its sweeper).
+    fn book() -> ParkedCalls {
+        ParkedCalls {
+            calls: Arc::default(),
+            tasks: Arc::default(),
+            cluster: None,
+        }
+    }
+
+    /// The key of the first ask `trip` holds, once one was asked.
+    async fn first_ask(trip: &RoundTrip) -> String {
+        loop {
+            if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
+                return key;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
     fn elicitation() -> ClientAsk {
         ClientAsk::Elicitation(
             serde_json::from_value(serde_json::json!({
@@ -598,12 +617,7 @@ mod tests {
             let trip = trip.clone();
             tokio::spawn(async move { trip.ask_in_round(elicitation(), None).await })
         };
-        let key = loop {
-            if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
-                break key;
-            }
-            tokio::task::yield_now().await;
-        };
+        let key = first_ask(&trip).await;
         assert_eq!(key, "elicitation-1");
         let mut responses = InputResponses::new();
         responses.insert(
@@ -632,12 +646,7 @@ mod tests {
             let trip = trip.clone();
             tokio::spawn(async move { trip.ask_in_round(ClientAsk::Roots, None).await })
         };
-        let key = loop {
-            if let Some(key) = trip.rounds.read_unpoisoned().asks.keys().next().cloned() {
-                break key;
-            }
-            tokio::task::yield_now().await;
-        };
+        let key = first_ask(&trip).await;
         let mut wrong = InputResponses::new();
         wrong.insert(key.clone(), serde_json::json!({"roots": "nope"}));
         assert!(trip.answer(wrong).is_err(), "not a roots result");
@@ -655,11 +664,7 @@ mod tests {
     #[test]
     fn only_its_client_resumes_a_parked_call() {
         let sessions = ClientSessions::default();
-        let calls = ParkedCalls {
-            calls: Arc::default(),
-            tasks: Arc::default(),
-            cluster: None,
-        };
+        let calls = book();
         let trip = trip(&sessions);
         assert!(calls.park(&trip));
         trip.rounds.write_unpoisoned().asked_rounds = 2;
@@ -680,11 +685,7 @@ mod tests {
     #[test]
     fn a_call_parked_too_long_is_cancelled() {
         let sessions = ClientSessions::default();
-        let calls = ParkedCalls {
-            calls: Arc::default(),
-            tasks: Arc::default(),
-            cluster: None,
-        };
+        let calls = book();
         let trip = trip(&sessions);
         let long_ago = Instant::now();
         trip.rounds.write_unpoisoned().parked_at = Some(long_ago);
@@ -698,11 +699,7 @@ mod tests {
     #[test]
     fn the_book_parks_no_more_than_its_bound() {
         let sessions = ClientSessions::default();
-        let calls = ParkedCalls {
-            calls: Arc::default(),
-            tasks: Arc::default(),
-            cluster: None,
-        };
+        let calls = book();
         let kept: Vec<_> = (0..MAX_PARKED).map(|_| trip(&sessions)).collect();
         assert!(kept.iter().all(|t| calls.park(t)));
         assert!(!calls.park(&trip(&sessions)));

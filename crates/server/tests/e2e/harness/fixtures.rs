@@ -93,10 +93,17 @@ pub fn write_shipped_config(file: &str, port: u16) -> (tempfile::TempDir, PathBu
 /// server-everything serving one HTTP transport (`sse` or `streamableHttp`) on `port`,
 /// listening when this returns.
 pub async fn start_everything_on(mode: &str, port: u16) -> Killed {
+    let mut server = Command::new("node");
+    server
+        .args([everything_js().as_str(), mode])
+        .env("PORT", port.to_string());
+    listening(server, port, "server-everything").await
+}
+
+/// `server` started with its output dropped, once it listens on `port` (30 s at most).
+async fn listening(mut server: Command, port: u16, what: &str) -> Killed {
     let child = Killed(
-        Command::new("node")
-            .args([everything_js().as_str(), mode])
-            .env("PORT", port.to_string())
+        server
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -104,7 +111,7 @@ pub async fn start_everything_on(mode: &str, port: u16) -> Killed {
     );
     eventually(
         Duration::from_secs(30),
-        "server-everything listening",
+        &format!("{what} listening"),
         || async {
             tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
@@ -119,26 +126,9 @@ pub async fn start_everything_on(mode: &str, port: u16) -> Killed {
 /// A Python fixture server of crates/server/tests/fixtures serving Streamable HTTP on `port`
 /// (`--http PORT`), once it listens.
 pub async fn start_python_server_on(file: &str, port: u16) -> Killed {
-    let child = Killed(
-        Command::new(venv_python())
-            .args([fixture(file).as_str(), "--http", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    eventually(
-        Duration::from_secs(30),
-        "the fixture server listening",
-        || async {
-            tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .ok()
-                .map(|_| ())
-        },
-    )
-    .await;
-    child
+    let mut server = Command::new(venv_python());
+    server.args([fixture(file).as_str(), "--http", &port.to_string()]);
+    listening(server, port, file).await
 }
 
 /// The LiteLLM proxy (installed by scripts/install-litellm.sh) with the mock models of

@@ -70,6 +70,15 @@ async fn mcp_post(
     request.send().await.unwrap()
 }
 
+/// Two replicas sharing a Redis behind HAProxy's plain round robin (no stick table).
+async fn round_robin_pair() -> (Redis, Vec<Gateway>, Haproxy) {
+    let (redis_bin, haproxy_bin) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    let gws = replicas(2, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
+    let lb = Haproxy::round_robin(&haproxy_bin, &backends(&gws)).await;
+    (redis, gws, lb)
+}
+
 /// The JSON-RPC message of an answer (JSON, or the first one in an SSE stream).
 async fn rpc(answer: reqwest::Response) -> Value {
     let text = answer.text().await.unwrap();
@@ -179,10 +188,7 @@ async fn sessions_stick_to_their_replica_and_a_dead_owner_means_404_then_a_new_s
 /// stream of notifications works from any replica too (issue 33).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_works_through_round_robin_with_no_affinity() {
-    let (redis_bin, haproxy_bin) = tools();
-    let redis = Redis::start(&redis_bin).await;
-    let gws = replicas(2, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
-    let lb = Haproxy::round_robin(&haproxy_bin, &backends(&gws)).await;
+    let (_redis, gws, lb) = round_robin_pair().await;
     let client = reqwest::Client::new();
     let mcp = lb.url("/mcp");
     let (id, owner) = open_session(&client, &mcp).await;
@@ -352,10 +358,7 @@ async fn a_legacy_sse_session_takes_its_messages_through_any_replica_counted_onc
 /// says which), so every call ends with its result (issue 33).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_parked_calls_retry_reaches_its_replica_through_round_robin() {
-    let (redis_bin, haproxy_bin) = tools();
-    let redis = Redis::start(&redis_bin).await;
-    let gws = replicas(2, testkit::BULK_RATE_LIMIT, Some(&redis)).await;
-    let lb = Haproxy::round_robin(&haproxy_bin, &backends(&gws)).await;
+    let (_redis, _gws, lb) = round_robin_pair().await;
     let client = reqwest::Client::new();
     let mcp = lb.url("/mcp");
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
