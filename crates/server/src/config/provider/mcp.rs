@@ -496,6 +496,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_era_spoken_upstream_is_the_handshake_unless_asked_and_never_over_sse() {
+        let read = |yaml: &str| serde_saphyr::from_str::<McpProviderConfig>(yaml);
+        let plain = read("{ name: p, command: x }").unwrap();
+        assert_eq!(plain.protocol, UpstreamProtocol::Handshake);
+        for (given, era) in [
+            ("handshake", UpstreamProtocol::Handshake),
+            ("'2026-07-28'", UpstreamProtocol::Stateless),
+            ("auto", UpstreamProtocol::Auto),
+        ] {
+            let config = read(&format!(
+                "{{ name: p, url: 'http://h/mcp', protocol: {given} }}"
+            ));
+            assert_eq!(config.unwrap().protocol, era, "{given}");
+        }
+        assert!(read("{ name: p, command: x, protocol: '2025-11-25' }").is_err());
+        let sse = read("{ name: p, url: 'http://h/sse', protocol: auto }").unwrap_err();
+        assert!(sse.to_string().contains("legacy SSE"), "{sse}");
+        assert!(read("{ name: p, url: 'http://h/sse', protocol: handshake }").is_ok());
+        // Written back only when not the default.
+        let yaml =
+            serde_saphyr::to_string(&read("{ name: p, command: x, protocol: auto }").unwrap())
+                .unwrap();
+        assert!(yaml.contains("protocol: auto"), "{yaml}");
+        let yaml = serde_saphyr::to_string(&plain).unwrap();
+        assert!(!yaml.contains("protocol"), "{yaml}");
+    }
+
+    #[test]
     fn sse_urls_by_path() {
         assert!(is_sse_url("http://h:1/sse"));
         assert!(is_sse_url("http://h:1/x/sse/?token=1"));

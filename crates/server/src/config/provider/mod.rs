@@ -301,7 +301,7 @@ mod tests {
                 McpProviderConfig::KEYS,
                 &[
                     format!(
-                        "{{ kind: mcp, name: m, command: x, args: [a], env: {{ A: b }}, env_passthrough: [X], cwd: d, instances: 2, max_instances: 4, scale_up_at: 3, scale_down_after_ms: 500, session_per_client: true, {COMMON} }}"
+                        "{{ kind: mcp, name: m, command: x, args: [a], env: {{ A: b }}, env_passthrough: [X], cwd: d, instances: 2, max_instances: 4, scale_up_at: 3, scale_down_after_ms: 500, session_per_client: true, protocol: auto, {COMMON} }}"
                     ),
                     "{ kind: mcp, name: r, url: 'http://h/mcp', headers: { X: y } }".to_owned(),
                 ],
@@ -395,7 +395,7 @@ mod tests {
         let e = read("{ kind: mcp, name: m, comand: x }")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, validate_output, limits, tool_prefix, expose, when"), "{e}");
+        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, protocol, validate_output, limits, tool_prefix, expose, when"), "{e}");
         let e = read("{ kind: grpc, name: g, address: 'h:1', 7: x }")
             .unwrap_err()
             .to_string();
