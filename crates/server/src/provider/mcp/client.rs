@@ -49,6 +49,11 @@ pub(super) struct CallerBook {
     /// it ([`CallerBook::logs_handed_on`]) to reach its client first.
     pub(super) logs_read: AtomicU64,
     pub(super) logs_told: tokio::sync::watch::Sender<u64>,
+    /// The log messages read and not handed on yet, in the order they were read (the tap
+    /// queues them; rmcp's tasks, which may run in any order, hand them on from here, one
+    /// at a time under `log_turn`).
+    pub(super) logs_queued: Mutex<std::collections::VecDeque<LoggingMessageNotificationParam>>,
+    pub(super) log_turn: tokio::sync::Mutex<()>,
 }
 
 /// How long a call's answer waits for the log messages read before it to be handed on.
@@ -308,13 +313,22 @@ impl ClientHandler for GatewayClient {
         }
     }
 
+    /// Hands on every log message queued so far, in the order they were read (this
+    /// notification's among them, unless an earlier task took it already).
     async fn on_logging_message(
         &self,
-        params: LoggingMessageNotificationParam,
+        _params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.tell(ClientNotice::Log(params)).await;
-        self.callers.logs_told.send_modify(|told| *told += 1);
+        let _turn = self.callers.log_turn.lock().await;
+        loop {
+            let next = self.callers.logs_queued.write_unpoisoned().pop_front();
+            let Some(message) = next else {
+                return;
+            };
+            self.tell(ClientNotice::Log(message)).await;
+            self.callers.logs_told.send_modify(|told| *told += 1);
+        }
     }
 
     async fn on_resource_updated(

@@ -1,8 +1,8 @@
 //! A transport wrapper that hands each `notifications/progress` to the call it belongs to as
 //! the message is read, in order with the responses: rmcp runs notification handlers in tasks
 //! of their own, so a call's last progress report could otherwise come after its answer. It
-//! counts the log messages read for the same reason (a call's answer waits until they are
-//! handed on: `CallerBook::logs_handed_on`).
+//! queues the log messages as they are read, for the same reason and so they are handed on
+//! in the order they came (a call's answer waits until they are: `CallerBook::logs_handed_on`).
 
 use std::future::Future;
 
@@ -45,8 +45,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await?;
         if let JsonRpcMessage::Notification(notification) = &message
-            && let ServerNotification::LoggingMessageNotification(_) = &notification.notification
+            && let ServerNotification::LoggingMessageNotification(log) = &notification.notification
         {
+            self.callers
+                .logs_queued
+                .write_unpoisoned()
+                .push_back(log.params.clone());
             self.callers
                 .logs_read
                 .fetch_add(1, std::sync::atomic::Ordering::Release);
