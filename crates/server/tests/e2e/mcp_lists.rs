@@ -139,15 +139,7 @@ async fn every_answer_to_a_2026_client_says_it_is_complete() {
             .text()
             .await
             .unwrap();
-        let answer: Value = serde_json::from_str(&text)
-            .ok()
-            .or_else(|| {
-                text.lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                    .find(|m| m.get("id").is_some())
-            })
-            .unwrap_or_else(|| panic!("{method}: {text}"));
+        let answer = jsonrpc_answer(&text);
         assert_eq!(
             answer["result"]["resultType"], "complete",
             "{method}: {answer}"

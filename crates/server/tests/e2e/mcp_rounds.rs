@@ -54,14 +54,7 @@ async fn call(gw: &Gateway, key: &str, tool: &str, params: Value) -> (Vec<Value>
         .await
         .unwrap();
     let text = response.text().await.unwrap();
-    let mut messages: Vec<Value> = match serde_json::from_str(&text) {
-        Ok(one) => vec![one],
-        Err(_) => text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .collect(),
-    };
+    let mut messages = jsonrpc_messages(&text);
     let answer = messages
         .pop()
         .unwrap_or_else(|| panic!("no answer: {text}"));

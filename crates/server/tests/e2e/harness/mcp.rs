@@ -99,15 +99,28 @@ impl McpSession {
     /// Posts a request and returns its JSON-RPC answer (from JSON or the SSE stream).
     pub async fn ask(&self, body: Value) -> Value {
         let text = self.post(body).await.text().await.unwrap();
-        if let Ok(message) = serde_json::from_str::<Value>(&text) {
-            return message;
-        }
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m.get("result").is_some() || m.get("error").is_some())
-            .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
+        jsonrpc_answer(&text)
     }
+}
+
+/// Every JSON-RPC message of an answer's body: the one JSON body, or each event of an SSE
+/// stream, in order.
+pub fn jsonrpc_messages(text: &str) -> Vec<Value> {
+    if let Ok(message) = serde_json::from_str::<Value>(text) {
+        return vec![message];
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .collect()
+}
+
+/// The answer (result or error) among an answer body's JSON-RPC messages.
+pub fn jsonrpc_answer(text: &str) -> Value {
+    jsonrpc_messages(text)
+        .into_iter()
+        .find(|m| m.get("result").is_some() || m.get("error").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
 }
 
 /// Opens a legacy SSE session: the stream and the message URL its `endpoint` event names.
