@@ -17,9 +17,15 @@ INSPECTOR_VERSION="0.15.0"
 # The OTLP protobuf classes the traces test's OTLP receiver decodes with (same release as the
 # opentelemetry-api the MCP SDK brings).
 OTLP_PROTO_VERSION="1.45.2"
+# The OAuth tests' authorization server: oidc-provider, a certified OpenID Provider that
+# crates/server/tests/fixtures/oauth_issuer.mjs starts on loopback. 9.13.3 runs on Node 20.
+OIDC_PROVIDER_VERSION="9.13.3"
+# JOSE (JWS/JWT/JWK) for that fixture to sign and verify tokens; the release oidc-provider's own
+# dependency range resolves to, so one copy serves both.
+JOSE_VERSION="6.2.17"
 
 stamp="$deps/.installed"
-want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION oidc-provider=$OIDC_PROVIDER_VERSION jose=$JOSE_VERSION"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -38,7 +44,9 @@ fi
 npm install --prefix "$deps" --no-audit --no-fund --loglevel=error \
   "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
   "@modelcontextprotocol/server-memory@$MEMORY_VERSION" \
-  "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2
+  "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" \
+  "oidc-provider@$OIDC_PROVIDER_VERSION" \
+  "jose@$JOSE_VERSION" >&2
 
 # PyPI: its own venv, since mcp-server-time needs a newer `mcp` than the system may carry.
 if [ ! -x "$deps/venv/bin/python" ]; then
