@@ -17,6 +17,7 @@ mod hosts;
 mod limits;
 mod load;
 mod naming;
+mod oauth;
 mod provider;
 mod providers_file;
 pub mod query;
@@ -44,6 +45,7 @@ pub use self::load::{check_distinct, load_dir};
 pub use self::naming::{
     Expose, IDENTIFIER_RULE, OnNameClash, Served, clash_prefix, is_identifier, served,
 };
+pub use self::oauth::{Introspection, IpNet, OAuthConfig, ScopeTools};
 pub use self::provider::{
     CypherProviderConfig, CypherTool, Growth, GrpcProviderConfig, GrpcTls, HttpProviderConfig,
     HttpTool, HttpTransport, McpProviderConfig, McpTransport, ProviderCommon, ProviderConfig,
@@ -254,6 +256,10 @@ pub struct SecuritySection {
     /// Deprecated alias of `allowed_origins` (a warning at load; `[]` meant the default).
     #[serde(default, skip_serializing)]
     pub cors_origins: Option<Spanned<Vec<OriginRule>>>,
+    /// The service as an OAuth 2.1 resource server: bearer tokens of this issuer, beside or
+    /// instead of API keys (docs/security.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl SecuritySection {
@@ -294,6 +300,7 @@ impl Default for SecuritySection {
             allowed_hosts: None,
             allowed_origins: None,
             cors_origins: None,
+            oauth: None,
         }
     }
 }
@@ -302,6 +309,11 @@ impl SecuritySection {
     /// Whether requests need a key: named keys are configured, or the older form is enabled.
     pub fn keys_required(&self) -> bool {
         self.api_keys_enabled || !self.api_keys.is_empty()
+    }
+
+    /// Whether requests need credentials: API keys, an OAuth token, or either.
+    pub fn credentials_required(&self) -> bool {
+        self.keys_required() || self.oauth.is_some()
     }
 
     /// Whether `path` is open without a key (`public_routes`).

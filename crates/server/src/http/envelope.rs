@@ -203,6 +203,13 @@ fn finish(
                     .headers
                     .insert(header::RETRY_AFTER, HeaderValue::from(1));
             }
+            if let Some(challenge) = reply
+                .challenge
+                .as_deref()
+                .and_then(|c| HeaderValue::from_str(c).ok())
+            {
+                parts.headers.insert(header::WWW_AUTHENTICATE, challenge);
+            }
             if code.is_some_and(ErrorCode::has_retry_after) {
                 let seconds = reply.retry_after.unwrap_or(1);
                 parts

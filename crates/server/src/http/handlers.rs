@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 use contract::{ErrorCode, HealthStatus, Meta, TaskInfo, ToolRequest};
 use serde_json::Value;
 
+use super::auth::insufficient_scope;
+use super::protected_resource::Resource;
 use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
@@ -30,6 +32,7 @@ pub async fn call_tool(
     axum::Extension(header_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
+    resource: Option<axum::Extension<Resource>>,
     headers: HeaderMap,
     JsonBody(request): JsonBody<ToolRequest>,
 ) -> Reply {
@@ -50,6 +53,7 @@ pub async fn call_tool(
         client: &client,
         trace: &trace,
         respond_async: respond_async(&headers),
+        resource: resource.map(|r| r.0),
     };
     let mut reply = run(&service, call).await;
     reply.request_id = body_id;
@@ -61,6 +65,7 @@ pub async fn call_tool_by_name(
     axum::Extension(request_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
+    resource: Option<axum::Extension<Resource>>,
     headers: HeaderMap,
     Path(tool): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
@@ -73,6 +78,7 @@ pub async fn call_tool_by_name(
         client: &client,
         trace: &trace,
         respond_async: respond_async(&headers),
+        resource: resource.map(|r| r.0),
     };
     run(&service, call).await
 }
@@ -86,6 +92,8 @@ struct Call<'a> {
     trace: &'a TraceContext,
     /// `Prefer: respond-async`: run it as a task and answer 202 at once.
     respond_async: bool,
+    /// The resource an OAuth token was checked for (a 403's challenge names its metadata).
+    resource: Option<Resource>,
 }
 
 /// Whether a `Prefer` header (RFC 7240) asks for `respond-async`.
@@ -134,6 +142,16 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
     };
     let reply = match service.call_tool(request).await {
         Ok(result) => Reply::ok(result.into_data()),
+        Err(failure) if failure.code == ErrorCode::Forbidden => {
+            let challenge = call.resource.as_ref().and_then(|resource| {
+                insufficient_scope(&service.settings(), call.client, tool, resource)
+            });
+            let reply = Reply::from(failure);
+            match challenge {
+                Some(challenge) => reply.challenge(challenge),
+                None => reply,
+            }
+        }
         Err(failure) => Reply::from(failure),
     };
     reply.with_tool(tool)

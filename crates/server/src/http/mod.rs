@@ -3,10 +3,11 @@
 //!
 //! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
 //! metrics → Host and Origin (403 before anything acts on the request) → plain OPTIONS → CORS
-//! → envelope (methods, request id, envelope, log line) → header limits → lifecycle gate → API
-//! key → rate limit → panic catcher → routes.
+//! → envelope (methods, request id, envelope, log line) → header limits → lifecycle gate →
+//! credentials (API key, OAuth bearer token) → rate limit → panic catcher → routes.
 
 mod around;
+pub mod auth;
 mod cors;
 pub mod envelope;
 #[cfg(test)]
@@ -18,6 +19,7 @@ pub mod header_limits;
 pub mod hosts;
 mod methods;
 pub mod metrics;
+pub mod protected_resource;
 pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
@@ -66,6 +68,14 @@ pub fn routes(service: Arc<Service>) -> Router {
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route("/metrics", get(handlers::metrics))
+        .route(
+            protected_resource::METADATA_PATH,
+            get(protected_resource::metadata),
+        )
+        .route(
+            protected_resource::MCP_METADATA_PATH,
+            get(protected_resource::metadata),
+        )
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
         .with_state(service.clone());
@@ -91,7 +101,7 @@ pub fn with_layers(routes: Router, service: Arc<Service>) -> Router {
                 header_limits::header_limits,
             ))
             .layer(GuardLayer::new(service.clone(), guards::lifecycle_gate))
-            .layer(GuardLayer::new(service.clone(), guards::api_key))
+            .layer(auth::AuthLayer(service.clone()))
             .layer(rate_limit::RateLimitLayer(service))
             .layer(CatchPanicLayer::custom(
                 |_panic: Box<dyn std::any::Any + Send>| {

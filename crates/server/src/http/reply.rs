@@ -41,7 +41,9 @@ pub struct Reply {
     /// Seconds for `Retry-After` (429 and 503).
     pub retry_after: Option<u64>,
     /// Where the work it accepted can be followed (`Location` of a 202: a task's URL).
-    pub accepted_at: Option<String>,
+    pub accepted_at: Option<Box<str>>,
+    /// A `WWW-Authenticate` challenge (a 401 or 403 of the OAuth resource server).
+    pub challenge: Option<Box<str>>,
 }
 
 impl Reply {
@@ -52,6 +54,7 @@ impl Reply {
             request_id: None,
             retry_after: None,
             accepted_at: None,
+            challenge: None,
         }
     }
 
@@ -63,6 +66,7 @@ impl Reply {
             request_id: None,
             retry_after: None,
             accepted_at: None,
+            challenge: None,
         }
     }
 
@@ -73,13 +77,15 @@ impl Reply {
             request_id: None,
             retry_after: None,
             accepted_at: None,
+            challenge: None,
         }
     }
 
     /// 202 Accepted: `data` says what was accepted, `location` where to follow it.
     pub fn accepted(data: Value, location: String) -> Self {
         Reply {
-            accepted_at: Some(location),
+            accepted_at: Some(location.into()),
+            challenge: None,
             ..Reply::ok(data)
         }
     }
@@ -97,6 +103,12 @@ impl Reply {
 
     pub fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
+        self
+    }
+
+    /// Adds a `WWW-Authenticate` challenge.
+    pub fn challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(challenge.into());
         self
     }
 

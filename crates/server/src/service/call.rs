@@ -215,17 +215,18 @@ impl Service {
         client: &Client,
     ) -> Result<&'t RegisteredTool, CallFailure> {
         if !client.may_use(tool) {
+            let whose = match client.token() {
+                Some(_) => format!("the token of '{}'", client.as_str()),
+                None => format!("API key '{}'", client.as_str()),
+            };
             tracing::warn!(
                 client = client.as_str(),
                 tool,
-                "call refused: tool outside the API key's scope"
+                "call refused: tool outside the scope of {whose}"
             );
             return Err(CallFailure::new(
                 ErrorCode::Forbidden,
-                format!(
-                    "Tool '{tool}' is outside the scope of API key '{}'",
-                    client.as_str()
-                ),
+                format!("Tool '{tool}' is outside the scope of {whose}"),
             ));
         }
         let Some(entry) = toolset.registry.get(tool) else {

@@ -1,21 +1,73 @@
-//! Who is calling and what they may use: a [`Client`] is the API key's name (or the peer's
-//! address when no key was needed) and, for a key with tool globs, its [`ToolScope`]. Rate
-//! limits count by the name, logs and metrics show it, and the tool lists and calls honour the
-//! scope.
+//! Who is calling and what they may use: a [`Client`] is the API key's name, an OAuth token's
+//! subject, or the peer's address when no credential was needed; and, for a key with tool
+//! globs or a token whose scopes open some tools, its [`ToolScope`]. Rate limits count by the
+//! name (per user, with OAuth), logs and traces show it, and the tool lists and calls honour
+//! the scope.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use crate::config::{ApiKeyConfig, wildcard_match};
+use crate::config::{ApiKeyConfig, ScopeTools, wildcard_match};
+
+/// What a validated OAuth access token says of its bearer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenIdentity {
+    /// `sub`, else `client_id` (a client-credentials token has no user).
+    pub subject: Arc<str>,
+    pub client_id: Option<Arc<str>>,
+    /// The token's scopes (`scope`, space-separated, or `scp`).
+    pub scopes: Vec<String>,
+    pub expires: Option<SystemTime>,
+    /// The token itself, for an upstream's token exchange only: never logged, never sent on.
+    token: Arc<str>,
+}
+
+impl TokenIdentity {
+    pub fn new(
+        subject: Arc<str>,
+        client_id: Option<Arc<str>>,
+        scopes: Vec<String>,
+        expires: Option<SystemTime>,
+        token: &str,
+    ) -> TokenIdentity {
+        TokenIdentity {
+            subject,
+            client_id,
+            scopes,
+            expires,
+            token: token.into(),
+        }
+    }
+
+    /// The bearer token, for an RFC 8693 exchange.
+    pub fn token(&self) -> &Arc<str> {
+        &self.token
+    }
+}
+
+impl std::fmt::Debug for TokenIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIdentity")
+            .field("subject", &self.subject)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("expires", &self.expires)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
 
 /// The caller of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Client {
     name: Arc<str>,
-    /// Whether the name is an API key's (else a peer address): only key names become metric
-    /// labels, peer addresses are unbounded.
+    /// Whether the name is an API key's (else a subject or a peer address): only key names
+    /// become metric labels; subjects and peer addresses are unbounded.
     keyed: bool,
     scope: Option<Arc<ToolScope>>,
+    /// The OAuth token the request came with, once validated.
+    token: Option<Arc<TokenIdentity>>,
 }
 
 impl Client {
@@ -25,6 +77,17 @@ impl Client {
             name: name.into(),
             keyed: true,
             scope,
+            token: None,
+        }
+    }
+
+    /// A validated OAuth token's client: its subject, and the tools its scopes open.
+    pub fn of_token(identity: TokenIdentity, scope: Option<Arc<ToolScope>>) -> Self {
+        Client {
+            name: identity.subject.clone(),
+            keyed: false,
+            scope,
+            token: Some(Arc::new(identity)),
         }
     }
 
@@ -34,6 +97,7 @@ impl Client {
             name: peer.ip().to_string().into(),
             keyed: false,
             scope: None,
+            token: None,
         }
     }
 
@@ -44,6 +108,7 @@ impl Client {
             name: name.into(),
             keyed: false,
             scope: None,
+            token: None,
         }
     }
 
@@ -53,6 +118,7 @@ impl Client {
             name: "unknown".into(),
             keyed: false,
             scope: None,
+            token: None,
         }
     }
 
@@ -63,6 +129,11 @@ impl Client {
     /// The API key's name, when the client is one.
     pub fn key_name(&self) -> Option<&str> {
         self.keyed.then_some(&*self.name)
+    }
+
+    /// The OAuth token's identity, when the client presented one.
+    pub fn token(&self) -> Option<&Arc<TokenIdentity>> {
+        self.token.as_ref()
     }
 
     /// The tools this client may use; `None` is every tool.
@@ -76,12 +147,28 @@ impl Client {
     }
 }
 
-/// The tools one key may use: those matching an `allow` glob (every tool without `allow`) and
-/// no `deny` glob. Equal scopes are one cache entry of the tool lists built for them.
+/// The tools one client may use: those some rule allows. A key has one rule; a token one per
+/// scope it holds. Equal scopes are one cache entry of the tool lists built for them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ToolScope {
+    rules: Vec<ScopeRule>,
+}
+
+/// Tools matching an `allow` glob (every tool without `allow`) and no `deny` glob.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct ScopeRule {
     allow: Option<Vec<String>>,
     deny: Vec<String>,
+}
+
+impl ScopeRule {
+    fn allows(&self, tool: &str) -> bool {
+        let allowed = self
+            .allow
+            .as_ref()
+            .is_none_or(|globs| globs.iter().any(|g| wildcard_match(g, tool)));
+        allowed && !self.deny.iter().any(|g| wildcard_match(g, tool))
+    }
 }
 
 impl ToolScope {
@@ -91,17 +178,37 @@ impl ToolScope {
             return None;
         }
         Some(ToolScope {
-            allow: key.tools.clone(),
-            deny: key.deny_tools.clone(),
+            rules: vec![ScopeRule {
+                allow: key.tools.clone(),
+                deny: key.deny_tools.clone(),
+            }],
         })
     }
 
+    /// The tools a token's scopes open (`security.oauth.scopes`): `None`, every tool, when no
+    /// scope is mapped; else the union of the mapped scopes it holds (none: no tool).
+    pub fn of_scopes<'a>(
+        mapped: &std::collections::BTreeMap<String, ScopeTools>,
+        held: impl IntoIterator<Item = &'a str>,
+    ) -> Option<ToolScope> {
+        if mapped.is_empty() {
+            return None;
+        }
+        let mut rules: Vec<ScopeRule> = held
+            .into_iter()
+            .filter_map(|scope| mapped.get(scope))
+            .map(|tools| ScopeRule {
+                allow: tools.tools.clone(),
+                deny: tools.deny_tools.clone(),
+            })
+            .collect();
+        rules.sort();
+        rules.dedup();
+        Some(ToolScope { rules })
+    }
+
     pub fn allows(&self, tool: &str) -> bool {
-        let allowed = self
-            .allow
-            .as_ref()
-            .is_none_or(|globs| globs.iter().any(|g| wildcard_match(g, tool)));
-        allowed && !self.deny.iter().any(|g| wildcard_match(g, tool))
+        self.rules.iter().any(|rule| rule.allows(tool))
     }
 }
 

@@ -15,9 +15,10 @@ mod health;
 pub mod keys;
 pub mod lifecycle;
 pub mod metrics;
+pub mod oauth;
 pub mod rate_limit;
 mod registry;
-mod settings;
+pub mod settings;
 pub mod stats;
 mod subscriptions;
 pub mod tasks;
@@ -372,7 +373,7 @@ impl Service {
         }
         self.admission
             .set_service_limit(config.limits.max_concurrent_calls);
-        *self.settings.write_unpoisoned() = Arc::new(Settings::new(config));
+        *self.settings.write_unpoisoned() = Arc::new(Settings::renewed(config, &current));
         let prompts = self.prompts_for_document(&providers).await;
         self.install(providers.clone(), registry, prompts);
         let removed: Vec<Arc<dyn Provider>> = old_providers

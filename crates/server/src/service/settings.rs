@@ -1,7 +1,10 @@
 //! The settings a request reads (the configuration and what is derived from it once, such as
-//! the accepted API keys), replaced as a whole on reload.
+//! the accepted API keys and the OAuth token verifier), replaced as a whole on reload.
+
+use std::sync::Arc;
 
 use super::keys::KeyRing;
+use super::oauth::OAuthVerifier;
 use crate::config::ServiceConfig;
 
 /// The settings a request reads, replaced together on reload.
@@ -9,6 +12,8 @@ pub struct Settings {
     pub config: ServiceConfig,
     /// The accepted API keys (values read from the environment when the settings were made).
     pub keys: KeyRing,
+    /// Checks bearer tokens when `security.oauth` is set.
+    pub oauth: Option<Arc<OAuthVerifier>>,
 }
 
 impl Settings {
@@ -20,7 +25,31 @@ impl Settings {
             tracing::info!(service = %config.service.name, "{notice}");
         }
         let keys = KeyRing::from_config(config.service.name.as_str(), &config.security);
-        Settings { config, keys }
+        let oauth = config
+            .security
+            .oauth
+            .as_ref()
+            .map(|c| Arc::new(OAuthVerifier::new(c)));
+        Settings {
+            config,
+            keys,
+            oauth,
+        }
+    }
+
+    /// New settings on reload: an unchanged `security.oauth` keeps its verifier (and the
+    /// issuer's keys it fetched).
+    pub fn renewed(config: ServiceConfig, previous: &Settings) -> Self {
+        let kept = previous
+            .oauth
+            .as_ref()
+            .filter(|v| config.security.oauth.as_ref() == Some(v.config()))
+            .cloned();
+        let mut settings = Settings::new(config);
+        if kept.is_some() {
+            settings.oauth = kept;
+        }
+        settings
     }
 
     /// Whether a browser origin is one of `security.allowed_origins`: it gets CORS answers
