@@ -79,7 +79,7 @@ where
         let settings = self.service.settings();
         let (verifier, token, resource, public) = match judge(&settings, &mut request) {
             Judged::Pass => return Either::Right(Either::Left(self.inner.call(request))),
-            Judged::Refuse(answer) => return Either::Left(ready(Ok(answer))),
+            Judged::Refuse(answer) => return Either::Left(ready(Ok(closing(&request, answer)))),
             Judged::Verify {
                 verifier,
                 token,
@@ -90,7 +90,7 @@ where
         let audiences = resource.audiences();
         if let Some(verdict) = verifier.verify_now(&token, &audiences) {
             return match admit(&settings, &mut request, verdict, &resource, public) {
-                Some(refusal) => Either::Left(ready(Ok(refusal))),
+                Some(refusal) => Either::Left(ready(Ok(closing(&request, refusal)))),
                 None => Either::Right(Either::Left(self.inner.call(request))),
             };
         }
@@ -100,11 +100,29 @@ where
         Either::Right(Either::Right(Box::pin(async move {
             let verdict = verifier.verify(&token, &audiences).await;
             match admit(&settings, &mut request, verdict, &resource, public) {
-                Some(refusal) => Ok(refusal),
+                Some(refusal) => Ok(closing(&request, refusal)),
                 None => inner.call(request).await,
             }
         })))
     }
+}
+
+/// A refusal of a request with a body ends the connection (`Connection: close`): the body is
+/// never read, so the connection cannot carry another request, and a client that retries
+/// with a token at once (every OAuth client after a 401) must not pick it again.
+fn closing(request: &Request, mut answer: Response) -> Response {
+    let headers = request.headers();
+    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|length| length.as_bytes() != b"0");
+    if has_body {
+        answer.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    answer
 }
 
 fn judge(settings: &Settings, request: &mut Request) -> Judged {

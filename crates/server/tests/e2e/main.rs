@@ -32,6 +32,7 @@ mod mcp_server;
 mod mcp_server_sessions;
 mod methods;
 mod metrics;
+mod oauth;
 mod openapi_document;
 mod openapi_fidelity;
 mod openapi_fuzz;

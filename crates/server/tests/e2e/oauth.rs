@@ -1,0 +1,417 @@
+//! `security.oauth` against a real OpenID Provider (oidc-provider, started on loopback by
+//! tests/fixtures/oauth_issuer.mjs) and server-everything: the RFC 9728 metadata and the 401
+//! challenge that lead the MCP Python SDK's OAuth client (authorization code + PKCE, and
+//! client credentials) to a token and through /mcp; client-credentials tokens over REST,
+//! JWT (the /mcp resource) and opaque (the service's base resource, RFC 7662 introspection);
+//! scopes mapped to tools (lists and 403 insufficient_scope); every hand-made bad token a 401
+//! and nothing else; the issuer down (cached keys keep working, new ones fail closed); the
+//! subject in the access log and no token in any log.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::Killed;
+
+use crate::harness::*;
+
+const CLIENT_SECRET: &str = "gateway-client-secret-value";
+
+/// The issuer: oidc-provider with an RSA and an EC key, JWT tokens for the service's /mcp
+/// resource and another service's, opaque ones for the service's base URL.
+struct Issuer {
+    url: String,
+    config: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    process: Option<Killed>,
+}
+
+/// A private JWK set (one RSA, one P-256 key), made by the venv's `cryptography` through PyJWT.
+fn private_keys() -> Value {
+    let script = r#"
+import json
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+r = json.loads(RSAAlgorithm.to_jwk(rsa.generate_private_key(65537, 2048)))
+e = json.loads(ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1())))
+r.update(kid="rsa1", alg="RS256", use="sig")
+e.update(kid="ec1", alg="ES256", use="sig")
+print(json.dumps({"keys": [r, e]}))
+"#;
+    let out = Command::new(venv_python())
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+impl Issuer {
+    async fn start(gateway_port: u16, other_port: u16) -> Issuer {
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}");
+        let base = format!("http://127.0.0.1:{gateway_port}");
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("issuer.json");
+        let scopes = "tools:all tools:echo";
+        std::fs::write(
+            &config,
+            json!({
+                "port": port,
+                "issuer": url,
+                "jwks": private_keys(),
+                "signingKid": "rsa1",
+                "accessTokenTTL": 300,
+                "resources": {
+                    format!("{base}/mcp"): {"scope": scopes, "format": "jwt"},
+                    base.clone(): {"scope": scopes, "format": "opaque"},
+                    format!("http://127.0.0.1:{other_port}"): {"scope": scopes, "format": "jwt"},
+                },
+                "clients": [{
+                    "client_id": "gateway-tests", "client_secret": CLIENT_SECRET, "scope": scopes,
+                    "grant_types": ["client_credentials"], "introspection": true
+                }]
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let mut issuer = Issuer {
+            url,
+            config,
+            _dir: dir,
+            process: None,
+        };
+        issuer.run(port).await;
+        issuer
+    }
+
+    async fn run(&mut self, port: u16) {
+        let child = Command::new("node")
+            .args([
+                fixture("oauth_issuer.mjs"),
+                self.config.to_string_lossy().into_owned(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.process = Some(Killed(child));
+        eventually(Duration::from_secs(30), "the issuer answering", || async {
+            let url = format!("http://127.0.0.1:{port}/.well-known/openid-configuration");
+            reqwest::get(url)
+                .await
+                .ok()
+                .filter(|r| r.status().is_success())
+                .map(|_| ())
+        })
+        .await;
+    }
+
+    fn stop(&mut self) {
+        self.process = None;
+    }
+
+    /// A client-credentials token for `resource` with `scope`.
+    async fn token(&self, resource: &str, scope: &str) -> String {
+        let answer: Value = reqwest::Client::new()
+            .post(format!("{}/token", self.url))
+            .basic_auth("gateway-tests", Some(CLIENT_SECRET))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("resource", resource),
+                ("scope", scope),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_owned()
+    }
+
+    /// Hand-made tokens for `aud`, each wrong in one way (tests/fixtures/oauth_tokens.py).
+    async fn crafted(&self, aud: &str) -> Value {
+        let args = vec![
+            fixture("oauth_tokens.py"),
+            self.config.to_string_lossy().into_owned(),
+            "--aud".into(),
+            aud.into(),
+            "--scope".into(),
+            "tools:all".into(),
+        ];
+        run_python(args).await
+    }
+}
+
+/// A service with server-everything behind `security.oauth` (introspection for opaque
+/// tokens), on `port`.
+fn start_gateway(port: u16, issuer: &str) -> Gateway {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guarded.yaml");
+    let extra = format!(
+        "security:\n  oauth:\n    issuer: {issuer}\n    scopes:\n      'tools:all': {{ description: every tool }}\n      'tools:echo': {{ tools: [echo] }}\n    introspection: {{ url: '{issuer}/token/introspection', client_id: gateway-tests, client_secret_env: MHG_INTROSPECTION_SECRET }}\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    std::fs::write(&config, service_yaml("guarded", port, &extra)).unwrap();
+    Gateway::spawn_with(
+        vec![
+            "serve".into(),
+            "--config".into(),
+            config.to_string_lossy().into_owned(),
+        ],
+        port,
+        dir,
+        config,
+        &[("MHG_INTROSPECTION_SECRET", CLIENT_SECRET)],
+    )
+}
+
+async fn get_with(gw: &Gateway, path: &str, token: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(gw.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn call_with(gw: &Gateway, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(gw.url("/call-tool"))
+        .bearer_auth(token)
+        .json(&json!({"tool": tool, "arguments": arguments}))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The SDK's OAuth client (tests/fixtures/oauth_mcp_client.py): what it printed, and its
+/// stderr (a failure is asserted by the caller, with the gateway's log at hand).
+async fn sdk_client(args: Vec<String>) -> (Value, String) {
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(venv_python()).args(&args).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let printed = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok());
+    (
+        printed.unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+fn tool_names(envelope: &Value) -> Vec<String> {
+    envelope["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_nothing_else() {
+    let (port, other) = (free_port(), free_port());
+    let mut issuer = Issuer::start(port, other).await;
+    let mut gw = start_gateway(port, &issuer.url);
+    gw.wait_running().await;
+    let base = format!("http://127.0.0.1:{port}");
+
+    // Without a token: 401 pointing at the metadata, for REST and for MCP.
+    let refused = reqwest::get(gw.url("/tools")).await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(
+        challenge(&refused),
+        format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource\"")
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], "UNAUTHORIZED");
+    let mcp = reqwest::Client::new()
+        .post(gw.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp.status(), 401);
+    assert!(
+        challenge(&mcp).ends_with("/.well-known/oauth-protected-resource/mcp\""),
+        "{}",
+        challenge(&mcp)
+    );
+
+    // The metadata (RFC 9728), both forms, public.
+    for (path, resource) in [
+        ("/.well-known/oauth-protected-resource", base.clone()),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            format!("{base}/mcp"),
+        ),
+    ] {
+        let document: Value = reqwest::get(gw.url(path))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(document["resource"], resource.as_str(), "{document}");
+        assert_eq!(document["authorization_servers"], json!([issuer.url]));
+        assert_eq!(
+            document["scopes_supported"],
+            json!(["tools:all", "tools:echo"])
+        );
+    }
+
+    // Client credentials, a JWT for /mcp used over REST: every tool.
+    let jwt = issuer.token(&format!("{base}/mcp"), "tools:all").await;
+    assert_eq!(jwt.split('.').count(), 3);
+    let tools: Value = get_with(&gw, "/tools", &jwt).await.json().await.unwrap();
+    assert!(
+        tool_names(&tools).contains(&"get-sum".to_owned()),
+        "{tools}"
+    );
+    let sum: Value = call_with(&gw, &jwt, "get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sum["success"], true, "{sum}");
+
+    // An opaque token (the base resource), introspected; its scope opens `echo` only.
+    let opaque = issuer.token(&base, "tools:echo").await;
+    assert_ne!(opaque.split('.').count(), 3);
+    let tools: Value = get_with(&gw, "/tools", &opaque).await.json().await.unwrap();
+    assert_eq!(tool_names(&tools), ["echo"], "{tools}");
+    let echo: Value = call_with(&gw, &opaque, "echo", json!({"message": "hi"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(echo["success"], true, "{echo}");
+    let short = call_with(&gw, &opaque, "get-sum", json!({"a": 1, "b": 1})).await;
+    assert_eq!(short.status(), 403);
+    let step_up = challenge(&short);
+    assert!(
+        step_up.starts_with("Bearer error=\"insufficient_scope\", scope=\"tools:all\""),
+        "{step_up}"
+    );
+    let short: Value = short.json().await.unwrap();
+    assert_eq!(short["code"], "FORBIDDEN");
+
+    // A token for another service, and every hand-made bad token: 401, invalid_token.
+    let foreign = issuer
+        .token(&format!("http://127.0.0.1:{other}"), "tools:all")
+        .await;
+    let mut bad: Vec<(String, String)> = vec![("another service's".into(), foreign)];
+    let crafted = issuer.crafted(&base).await;
+    for (case, token) in crafted.as_object().unwrap() {
+        if case != "valid" {
+            bad.push((case.clone(), token.as_str().unwrap().to_owned()));
+        }
+    }
+    assert!(bad.len() >= 12, "{crafted}");
+    for (case, token) in &bad {
+        let answer = get_with(&gw, "/tools", token).await;
+        assert_eq!(answer.status(), 401, "{case}");
+        assert!(
+            challenge(&answer).contains("error=\"invalid_token\""),
+            "{case}: {}",
+            challenge(&answer)
+        );
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["code"], "UNAUTHORIZED", "{case}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("Invalid bearer token: "),
+            "{case}: {body}"
+        );
+    }
+    let valid = crafted["valid"].as_str().unwrap();
+    assert_eq!(get_with(&gw, "/tools", valid).await.status(), 200);
+
+    // The MCP Python SDK's OAuth client finds everything from the 401 and calls through /mcp:
+    // authorization code + PKCE as user alice, then client credentials.
+    let (code, stderr) = sdk_client(vec![
+        fixture("oauth_mcp_client.py"),
+        gw.url("/mcp"),
+        "code".into(),
+        "--scope".into(),
+        "tools:all".into(),
+        "--tool".into(),
+        "echo".into(),
+        "--args".into(),
+        json!({"message": "via oauth"}).to_string(),
+    ])
+    .await;
+    if code.get("error").is_some() || code.is_null() {
+        let logs = gw.logs();
+        panic!(
+            "{code}\n{stderr}\n{}",
+            &logs[logs.len().saturating_sub(6000)..]
+        );
+    }
+    assert_eq!(code["call"]["is_error"], false, "{code}");
+    assert_eq!(code["call"]["text"], "Echo: via oauth", "{code}");
+    assert!(code["tools"].as_array().unwrap().len() > 5, "{code}");
+    assert_eq!(code["resource"], format!("{base}/mcp"), "{code}");
+    let (machine, _) = sdk_client(vec![
+        fixture("oauth_mcp_client.py"),
+        gw.url("/mcp"),
+        "client_credentials".into(),
+        "--client-id".into(),
+        "gateway-tests".into(),
+        "--client-secret".into(),
+        CLIENT_SECRET.into(),
+        "--scope".into(),
+        "tools:echo".into(),
+        "--tool".into(),
+        "echo".into(),
+        "--args".into(),
+        json!({"message": "machine"}).to_string(),
+    ])
+    .await;
+    assert_eq!(machine["tools"], json!(["echo"]), "{machine}");
+    assert_eq!(machine["call"]["text"], "Echo: machine", "{machine}");
+
+    // The issuer down: the key fetched before keeps working, a key never seen fails closed.
+    issuer.stop();
+    assert_eq!(get_with(&gw, "/tools", valid).await.status(), 200);
+    let unknown = get_with(&gw, "/tools", crafted["unknown_kid"].as_str().unwrap()).await;
+    assert_eq!(unknown.status(), 401);
+
+    // The subject in the access log; no token anywhere in the logs.
+    let logs = gw.logs();
+    assert!(
+        gw.log_lines()
+            .iter()
+            .any(|l| l["fields"]["client"] == "alice" || l["client"] == "alice"),
+        "the subject is logged"
+    );
+    for token in [jwt.as_str(), opaque.as_str(), valid] {
+        assert!(!logs.contains(token), "a token is in the logs");
+    }
+    let signature = valid.rsplit('.').next().unwrap();
+    assert!(!logs.contains(signature));
+}
