@@ -51,7 +51,22 @@ pub struct Publication<'a> {
     /// Whether API keys are required (`security.api_keys`, or the older `api_keys_enabled`):
     /// the security schemes are published only then.
     pub api_keys_enabled: bool,
+    /// The OAuth issuer when bearer tokens are taken (`security.oauth`): its flows are
+    /// published, so Swagger UI's Authorize button and generated clients get tokens from it.
+    pub oauth: Option<OAuthPublication>,
     pub limits: Limits,
+}
+
+/// What the document says of the service's OAuth issuer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthPublication {
+    pub issuer: String,
+    /// The issuer's endpoints, when known (configured, or read from its metadata at start):
+    /// then the flows are published as `oauth2`; else its OpenID Connect discovery URL.
+    pub authorization_url: Option<String>,
+    pub token_url: Option<String>,
+    /// Token scopes the service maps to tools, with their descriptions.
+    pub scopes: BTreeMap<String, String>,
 }
 
 /// The component that types `data` for a tool that declares no output schema and is not an
@@ -164,14 +179,27 @@ pub fn service_document(
         paths.remove("/prompts/{name}");
         paths.extend(prompt_operations);
     }
-    publish_security(&mut doc, publication.api_keys_enabled);
+    publish_security(
+        &mut doc,
+        publication.api_keys_enabled,
+        publication.oauth.as_ref(),
+    );
     doc
 }
 
-/// With keys on, every operation but /health requires one of the two schemes; with keys
-/// off, no scheme is published at all (a client would otherwise ask its user for a key).
-fn publish_security(doc: &mut Value, api_keys_enabled: bool) {
-    let required = json!([{"apiKey": []}, {"bearer": []}]);
+/// With keys or OAuth on, every operation but /health requires one of the schemes; with
+/// neither, no scheme is published at all (a client would otherwise ask its user for a key).
+fn publish_security(doc: &mut Value, api_keys_enabled: bool, oauth: Option<&OAuthPublication>) {
+    let mut required = Vec::new();
+    if api_keys_enabled {
+        required.push(json!({"apiKey": []}));
+    }
+    required.push(json!({"bearer": []}));
+    if oauth.is_some() {
+        required.push(json!({"oauth": []}));
+    }
+    let required = Value::Array(required);
+    let secured = api_keys_enabled || oauth.is_some();
     for item in doc["paths"]
         .as_object_mut()
         .into_iter()
@@ -188,15 +216,55 @@ fn publish_security(doc: &mut Value, api_keys_enabled: bool) {
             if !op.contains_key("security") {
                 continue;
             }
-            if api_keys_enabled {
+            if secured {
                 op.insert("security".into(), required.clone());
             } else {
                 op.remove("security");
             }
         }
     }
-    if !api_keys_enabled && let Some(components) = doc["components"].as_object_mut() {
+    let Some(components) = doc["components"].as_object_mut() else {
+        return;
+    };
+    if !secured {
         components.remove("securitySchemes");
+        return;
+    }
+    let schemes = components
+        .entry("securitySchemes")
+        .or_insert_with(|| json!({}));
+    if !api_keys_enabled && let Some(schemes) = schemes.as_object_mut() {
+        schemes.remove("apiKey");
+    }
+    if let Some(oauth) = oauth {
+        schemes["oauth"] = oauth_scheme(oauth);
+    }
+}
+
+/// The issuer's flows (authorization code with PKCE, client credentials), or its OpenID
+/// Connect discovery URL when its endpoints are not known.
+fn oauth_scheme(oauth: &OAuthPublication) -> Value {
+    match (&oauth.authorization_url, &oauth.token_url) {
+        (Some(authorization), Some(token)) => json!({
+            "type": "oauth2",
+            "description": format!("Access tokens of {} (RFC 8707: ask for this service's URL as the resource).", oauth.issuer),
+            "flows": {
+                "authorizationCode": {
+                    "authorizationUrl": authorization,
+                    "tokenUrl": token,
+                    "scopes": oauth.scopes,
+                },
+                "clientCredentials": {
+                    "tokenUrl": token,
+                    "scopes": oauth.scopes,
+                },
+            },
+        }),
+        _ => json!({
+            "type": "openIdConnect",
+            "description": format!("Access tokens of {}.", oauth.issuer),
+            "openIdConnectUrl": format!("{}/.well-known/openid-configuration", oauth.issuer),
+        }),
     }
 }
 

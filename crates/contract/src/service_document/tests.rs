@@ -47,6 +47,7 @@ fn publication(api_keys_enabled: bool) -> Publication<'static> {
         version: "1.2.3",
         server_url: "http://127.0.0.1:8004".into(),
         api_keys_enabled,
+        oauth: None,
         limits: Limits {
             max_body_bytes: 10,
             call_timeout_ms: 20,
@@ -611,5 +612,53 @@ fn each_prompt_has_its_own_operation_typed_by_its_arguments() {
             .as_object()
             .unwrap()
             .contains_key("/prompts/{name}")
+    );
+}
+
+#[test]
+fn with_oauth_the_issuer_s_flows_are_published_beside_the_bearer_scheme() {
+    let mut with_flows = publication(false);
+    with_flows.oauth = Some(OAuthPublication {
+        issuer: "https://id.example".into(),
+        authorization_url: Some("https://id.example/auth".into()),
+        token_url: Some("https://id.example/token".into()),
+        scopes: [("tools:all".to_owned(), "every tool".to_owned())].into(),
+    });
+    let doc = service_document(&with_flows, &[], &[]);
+    let schemes = &doc["components"]["securitySchemes"];
+    assert!(schemes.get("apiKey").is_none(), "no keys, no apiKey scheme");
+    assert_eq!(schemes["bearer"]["scheme"], "bearer");
+    let flows = &schemes["oauth"]["flows"];
+    assert_eq!(
+        flows["authorizationCode"]["authorizationUrl"],
+        "https://id.example/auth"
+    );
+    assert_eq!(
+        flows["clientCredentials"]["tokenUrl"],
+        "https://id.example/token"
+    );
+    assert_eq!(
+        flows["clientCredentials"]["scopes"]["tools:all"],
+        "every tool"
+    );
+    assert_eq!(
+        doc["paths"]["/tools"]["get"]["security"],
+        serde_json::json!([{"bearer": []}, {"oauth": []}])
+    );
+    let mut discovered = with_flows.clone();
+    discovered.api_keys_enabled = true;
+    if let Some(o) = discovered.oauth.as_mut() {
+        o.token_url = None;
+    }
+    let doc = service_document(&discovered, &[], &[]);
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(
+        schemes["oauth"]["openIdConnectUrl"],
+        "https://id.example/.well-known/openid-configuration"
+    );
+    assert!(schemes["apiKey"].is_object());
+    assert_eq!(
+        doc["paths"]["/tools"]["get"]["security"],
+        serde_json::json!([{"apiKey": []}, {"bearer": []}, {"oauth": []}])
     );
 }

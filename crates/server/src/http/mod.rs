@@ -79,8 +79,11 @@ pub fn routes(service: Arc<Service>) -> Router {
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .fallback(handlers::not_found)
         .with_state(service.clone());
+    // PKCE on: the Authorize button's authorization-code flow (security.oauth) is the one an
+    // OAuth 2.1 issuer accepts from a public client.
     let docs: Router = SwaggerUi::new("/docs")
         .config(Config::new(["/openapi.json"]))
+        .oauth(utoipa_swagger_ui::oauth::Config::new().use_pkce_with_authorization_code_grant(true))
         .into();
     routes.merge(docs)
 }

@@ -223,6 +223,15 @@ impl Service {
     /// A clash of tool names that `service.on_name_clash` does not settle by prefixing is an
     /// error naming the tool and the providers.
     pub async fn start(self: &Arc<Self>) -> Result<(), ServiceError> {
+        if self.settings().config.security.oauth.is_some() {
+            let mut config = self.settings().config.clone();
+            // Logged when the settings were first made.
+            config.warnings.clear();
+            config.notices.clear();
+            let config = oauth::with_issuer_endpoints(config).await;
+            let settings = Settings::renewed(config, &self.settings());
+            *self.settings.write_unpoisoned() = Arc::new(settings);
+        }
         let providers = self.toolset().providers.clone();
         futures::future::join_all(providers.iter().map(|p| p.start())).await;
         let registry = ToolRegistry::build(&providers, &self.settings().config, &self.name);
@@ -359,6 +368,7 @@ impl Service {
             shutdown: self.providers.clone(),
             sessions: self.client_sessions.clone(),
         };
+        let config = oauth::with_issuer_endpoints(config).await;
         let providers = build_providers(&config, Some((old, &old_providers)), &hooks)?;
         let fresh: Vec<Arc<dyn Provider>> = providers
             .iter()
@@ -454,13 +464,11 @@ impl Service {
             .collect()
     }
 
-    /// Whether what a list answers depends on who asks: API keys are on (a key's scope
-    /// filters the tools, and a list must not be served to a client without a key), so MCP
-    /// lists say `cacheScope: private`.
+    /// Whether what a list answers depends on who asks: API keys or OAuth are on (a key's or
+    /// a token's scope filters the tools, and a list must not be served to a client without
+    /// one), so MCP lists say `cacheScope: private`.
     pub fn lists_are_private(&self) -> bool {
-        let settings = self.settings();
-        let security = &settings.config.security;
-        security.api_keys_enabled || !security.api_keys.is_empty()
+        self.settings().config.security.credentials_required()
     }
 
     /// The client sessions of this service.

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use contract::service_document::{Limits, Publication, server_url, service_document};
+use contract::service_document::{
+    Limits, OAuthPublication, Publication, server_url, service_document,
+};
 use contract::{PromptInfo, QUALIFIED_NAME_META_KEY, ToolSchema, ToolsResponse};
 use rmcp::model::Tool;
 use serde_json::json;
@@ -52,6 +54,7 @@ struct OwnedPublication {
     version: String,
     server_url: String,
     keys_required: bool,
+    oauth: Option<OAuthPublication>,
     limits: Limits,
     /// The prompts each have their operation in the document.
     prompts: Arc<Vec<PromptInfo>>,
@@ -65,6 +68,7 @@ impl OwnedPublication {
             version: &self.version,
             server_url: self.server_url.clone(),
             api_keys_enabled: self.keys_required,
+            oauth: self.oauth.clone(),
             limits: self.limits,
         };
         json_text(&service_document(&publication, tools, &self.prompts))
@@ -102,6 +106,19 @@ impl ToolSet {
             version: version.to_owned(),
             server_url: server_url(&config.service.host.value, config.service.port.get()),
             keys_required: config.security.keys_required(),
+            oauth: config.security.oauth.as_ref().map(|o| OAuthPublication {
+                issuer: o.issuer.clone(),
+                authorization_url: o.authorization_endpoint.clone(),
+                token_url: o.token_endpoint.clone(),
+                scopes: o
+                    .scopes
+                    .iter()
+                    .map(|(name, tools)| {
+                        let text = tools.description.clone().unwrap_or_else(|| name.clone());
+                        (name.clone(), text)
+                    })
+                    .collect(),
+            }),
             limits,
             prompts,
         };

@@ -297,6 +297,27 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
         .unwrap();
     assert_eq!(sum["success"], true, "{sum}");
 
+    // The per-service document publishes the issuer's flows (read from its metadata at start).
+    let document: Value = get_with(&gw, "/openapi.json", &jwt)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let flows = &document["components"]["securitySchemes"]["oauth"]["flows"];
+    assert_eq!(
+        flows["authorizationCode"]["authorizationUrl"],
+        format!("{}/auth", issuer.url),
+        "{flows}"
+    );
+    assert_eq!(
+        flows["clientCredentials"]["tokenUrl"],
+        format!("{}/token", issuer.url)
+    );
+    assert_eq!(
+        flows["clientCredentials"]["scopes"]["tools:all"],
+        "every tool"
+    );
+
     // An opaque token (the base resource), introspected; its scope opens `echo` only.
     let opaque = issuer.token(&base, "tools:echo").await;
     assert_ne!(opaque.split('.').count(), 3);

@@ -186,6 +186,45 @@ impl OAuthVerifier {
     }
 }
 
+/// `config` with the issuer's endpoints filled in from its metadata where `security.oauth`
+/// leaves them out (for the OpenAPI document's flows and the key set's URL). Asked once, at
+/// start and on reload, for at most [`FETCH_TIMEOUT`]; an issuer that does not answer leaves
+/// them out (the keys' URL is then looked up again on first need) and is logged.
+pub async fn with_issuer_endpoints(
+    mut config: crate::config::ServiceConfig,
+) -> crate::config::ServiceConfig {
+    let Some(oauth) = config.security.oauth.as_mut() else {
+        return config;
+    };
+    if oauth.jwks_uri.is_some()
+        && oauth.authorization_endpoint.is_some()
+        && oauth.token_endpoint.is_some()
+    {
+        return config;
+    }
+    let http = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(Duration::from_secs(2))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a plain HTTP client builds");
+    match discover(&http, &oauth.issuer).await {
+        Ok(metadata) => {
+            oauth.jwks_uri = oauth.jwks_uri.take().or(metadata.jwks_uri);
+            oauth.authorization_endpoint = oauth
+                .authorization_endpoint
+                .take()
+                .or(metadata.authorization_endpoint);
+            oauth.token_endpoint = oauth.token_endpoint.take().or(metadata.token_endpoint);
+        }
+        Err(error) => tracing::warn!(
+            service = %config.service.name,
+            "oauth: the issuer's metadata could not be read ({error}); its keys will be looked up on the first token"
+        ),
+    }
+    config
+}
+
 /// The identity a verified token (JWT or introspected) names.
 fn identity(
     sub: Option<String>,
