@@ -22,6 +22,7 @@ mod provider;
 mod providers_file;
 pub mod query;
 mod types;
+mod upstream_auth;
 mod when;
 
 use std::collections::BTreeMap;
@@ -33,7 +34,7 @@ use serde_saphyr::Spanned;
 
 pub use self::api_keys::{ApiKeyConfig, KeySecret, legacy_key_name};
 pub use self::cluster::{ClusterSection, OnRedisError, RedisUrlError, check_redis_url, redact};
-pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig};
+pub use self::dependency::{BoltConfig, DependencyConfig, HttpApiConfig, authorization_header};
 pub use self::env::{EnvError, expand_env};
 pub use self::error::ConfigError;
 pub use self::hosts::{Authority, HostRule, OriginRule, parse_origin};
@@ -55,6 +56,9 @@ pub use self::provider::{
 pub use self::providers_file::FileProviders;
 pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
+pub use self::upstream_auth::{
+    ClientAuthMethod, OAuthClient, TokenTarget, UpstreamAuth, UpstreamAuthError,
+};
 pub use self::when::{ProviderChoice, When};
 
 /// One service's configuration file.

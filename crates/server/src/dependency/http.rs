@@ -1,11 +1,13 @@
-//! An HTTP API: its base URL, the key and headers sent with every request, and its health
-//! check (a GET of `health_path`).
+//! An HTTP API: its base URL, the key and headers sent with every request, the credentials
+//! its `auth` gets per request, and its health check (a GET of `health_path`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use contract::DependencyStatus;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
+use super::credentials::Credentials;
 use super::{DependencyError, HealthRecord};
 use crate::config::{HttpApiConfig, expand_env};
 
@@ -18,6 +20,9 @@ pub struct HttpDependency {
     pub base_url: String,
     health_path: String,
     pub client: reqwest::Client,
+    /// The token to send with each call, when `auth` is set (else the static key, if any, is
+    /// among the client's default headers).
+    pub credentials: Option<Arc<Credentials>>,
     record: HealthRecord,
 }
 
@@ -52,6 +57,12 @@ impl HttpDependency {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
+        let credentials = match &config.auth {
+            Some(auth) => Some(Arc::new(
+                Credentials::new(name, auth).map_err(|e| error(e.to_string()))?,
+            )),
+            None => None,
+        };
         let timeout = config.timeout.unwrap_or(call_timeout);
         let client = reqwest::Client::builder()
             .default_headers(headers)
@@ -64,6 +75,7 @@ impl HttpDependency {
             base_url: base_url.trim_end_matches('/').to_owned(),
             health_path: config.health_path.clone().unwrap_or_else(|| "/".into()),
             client,
+            credentials,
             record: HealthRecord::default(),
         })
     }

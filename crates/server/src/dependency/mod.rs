@@ -3,6 +3,7 @@
 //! its health check and the record of its last success.
 
 pub mod bolt;
+pub mod credentials;
 pub mod http;
 
 use crate::sync::Unpoisoned;

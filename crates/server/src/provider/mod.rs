@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 pub use self::catalog::{Catalog, Offers};
 pub use self::clients::{Caller, ClientSession, ClientSessions};
 pub use self::output::ToolOutput;
+pub use crate::dependency::credentials::SubjectToken;
 
 use crate::config::{ProviderConfig, ServiceConfig};
 use crate::dependency::Dependency;
@@ -51,6 +52,10 @@ pub struct CallContext {
     /// the upstream asks during the call goes to it, and a session's own connection or pinned
     /// child serves it. `None` for REST.
     pub caller: Option<Caller>,
+    /// The caller's own access token, as the gateway validated it (`None`: the caller has no
+    /// OAuth identity). Only an upstream whose `auth` exchanges it (RFC 8693) uses it, as the
+    /// subject of the exchange; it is never sent to an upstream itself.
+    pub subject_token: Option<SubjectToken>,
 }
 
 /// A progress report of a running call: `progress` out of `total`, with an optional message.
@@ -324,6 +329,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             progress: None,
             caller: None,
+            subject_token: None,
         };
         assert!(matches!(
             empty.read_resource("file:///x", &cx).await,

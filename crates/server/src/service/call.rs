@@ -168,6 +168,8 @@ impl Service {
             timeout,
             progress,
             caller,
+            // Filled from the caller's OAuth identity once the gateway validates one.
+            subject_token: None,
         };
         let _active = ActiveCall::start(&self.active_calls);
         flow(request_id, tool, "executing", Some(provider));

@@ -50,6 +50,7 @@ impl CatalogRequest<'_> {
             timeout,
             progress: None,
             caller: self.caller.cloned(),
+            subject_token: None,
         }
     }
 }

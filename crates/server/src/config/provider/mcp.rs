@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::super::dependency::authorization_header;
 use super::super::types::{ProviderName, optional_text, text_map, texts};
+use super::super::upstream_auth::UpstreamAuth;
 use super::{EntryKeys, ProviderCommon};
 
 /// `kind: mcp`. Read as an entry of [`super::ProviderConfig`], which refuses a key of another
@@ -53,6 +55,7 @@ impl EntryKeys for McpProviderConfig {
         "cwd",
         "url",
         "headers",
+        "auth",
         "setup_hint",
         "instances",
         "max_instances",
@@ -122,6 +125,8 @@ pub struct HttpTransport {
     pub url: String,
     /// Extra HTTP headers sent to `url` (values may use `${VAR}`).
     pub headers: BTreeMap<String, String>,
+    /// A token from the server's own issuer (client credentials), sent with each request.
+    pub auth: Option<UpstreamAuth>,
 }
 
 /// The most children one stdio provider may run: each is a process of its own.
@@ -176,6 +181,8 @@ struct McpFields {
     )]
     headers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    auth: Option<UpstreamAuth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     instances: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_instances: Option<u32>,
@@ -202,6 +209,18 @@ pub enum McpEntryError {
     NoCommandOrUrl(ProviderName),
     #[error("provider '{0}': `headers` apply only to a `url` provider")]
     HeadersWithoutUrl(ProviderName),
+    #[error(
+        "provider '{0}': `auth` applies only to a `url` provider (a `command` child gets its secrets through `env`)"
+    )]
+    AuthWithoutUrl(ProviderName),
+    #[error(
+        "provider '{0}': `auth: {{ kind: token_exchange }}` cannot serve an mcp provider: its connection is opened and its tools listed before any caller, and one connection carries every caller's requests; use `kind: client_credentials` (the gateway's own token), or reach the server's API through an `http` dependency, where each request carries its caller's exchanged token"
+    )]
+    TokenExchangeOnMcp(ProviderName),
+    #[error(
+        "provider '{name}': `headers` sets {header}, which `auth` sends: remove it from `headers`"
+    )]
+    AuthorizationWithAuth { name: ProviderName, header: String },
     #[error("provider '{name}': instances is {instances}; give 1 to {MAX_INSTANCES} children")]
     Instances { name: ProviderName, instances: u32 },
     #[error(
@@ -256,6 +275,9 @@ impl TryFrom<McpFields> for McpProviderConfig {
             (Some(_), None) if !f.headers.is_empty() => {
                 return Err(McpEntryError::HeadersWithoutUrl(name));
             }
+            (Some(_), None) if f.auth.is_some() => {
+                return Err(McpEntryError::AuthWithoutUrl(name));
+            }
             (Some(command), None) => {
                 let instances = f.instances.unwrap_or(1);
                 if !(1..=MAX_INSTANCES).contains(&instances) {
@@ -302,9 +324,21 @@ impl TryFrom<McpFields> for McpProviderConfig {
                 {
                     return Err(McpEntryError::PoolFieldsOnUrl(name));
                 }
+                if let Some(auth) = &f.auth {
+                    if matches!(auth, UpstreamAuth::TokenExchange { .. }) {
+                        return Err(McpEntryError::TokenExchangeOnMcp(name));
+                    }
+                    if let Some(header) = authorization_header(&f.headers) {
+                        return Err(McpEntryError::AuthorizationWithAuth {
+                            header: header.to_owned(),
+                            name,
+                        });
+                    }
+                }
                 let http = HttpTransport {
                     url,
                     headers: f.headers,
+                    auth: f.auth,
                 };
                 if is_sse_url(&http.url) {
                     if f.protocol != UpstreamProtocol::Handshake {
@@ -336,6 +370,7 @@ impl From<McpProviderConfig> for McpFields {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            auth: None,
             instances: None,
             max_instances: None,
             scale_up_at: None,
@@ -363,6 +398,7 @@ impl From<McpProviderConfig> for McpFields {
             McpTransport::StreamableHttp(h) | McpTransport::LegacySse(h) => {
                 f.url = Some(h.url);
                 f.headers = h.headers;
+                f.auth = h.auth;
             }
         }
         f
@@ -521,6 +557,45 @@ mod tests {
         assert!(yaml.contains("protocol: auto"), "{yaml}");
         let yaml = serde_saphyr::to_string(&plain).unwrap();
         assert!(!yaml.contains("protocol"), "{yaml}");
+    }
+
+    #[test]
+    fn auth_takes_client_credentials_on_a_url_only() {
+        let read = |yaml: &str| serde_saphyr::from_str::<McpProviderConfig>(yaml);
+        let auth = "auth: { kind: client_credentials, token_url: 'https://i/t', client_id: gw, client_secret_env: S }";
+        let config = read(&format!("{{ name: p, url: 'http://h/mcp', {auth} }}")).unwrap();
+        let McpTransport::StreamableHttp(http) = &config.transport else {
+            panic!("not http")
+        };
+        assert_eq!(
+            http.auth.as_ref().map(UpstreamAuth::kind),
+            Some("client_credentials")
+        );
+        let yaml = serde_saphyr::to_string(&config).unwrap();
+        assert_eq!(read(&yaml).unwrap(), config, "{yaml}");
+        assert!(read(&format!("{{ name: p, url: 'http://h/sse', {auth} }}")).is_ok());
+        for (yaml, why) in [
+            (
+                format!("{{ name: p, command: x, {auth} }}"),
+                "provider 'p': `auth` applies only to a `url` provider",
+            ),
+            (
+                format!(
+                    "{{ name: p, url: 'http://h/mcp', {} }}",
+                    auth.replace("client_credentials", "token_exchange")
+                ),
+                "provider 'p': `auth: { kind: token_exchange }` cannot serve an mcp provider",
+            ),
+            (
+                format!(
+                    "{{ name: p, url: 'http://h/mcp', headers: {{ Authorization: x }}, {auth} }}"
+                ),
+                "provider 'p': `headers` sets Authorization, which `auth` sends",
+            ),
+        ] {
+            let error = read(&yaml).unwrap_err().to_string();
+            assert!(error.contains(why), "{yaml}: {error}");
+        }
     }
 
     #[test]

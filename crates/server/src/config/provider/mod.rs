@@ -303,7 +303,7 @@ mod tests {
                     format!(
                         "{{ kind: mcp, name: m, command: x, args: [a], env: {{ A: b }}, env_passthrough: [X], cwd: d, instances: 2, max_instances: 4, scale_up_at: 3, scale_down_after_ms: 500, session_per_client: true, protocol: auto, {COMMON} }}"
                     ),
-                    "{ kind: mcp, name: r, url: 'http://h/mcp', headers: { X: y } }".to_owned(),
+                    "{ kind: mcp, name: r, url: 'http://h/mcp', headers: { X: y }, auth: { kind: client_credentials, token_url: 'https://i/t', client_id: c, client_secret_env: S } }".to_owned(),
                 ],
             ),
             (
@@ -395,7 +395,7 @@ mod tests {
         let e = read("{ kind: mcp, name: m, comand: x }")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, protocol, validate_output, limits, tool_prefix, expose, when"), "{e}");
+        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, auth, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, protocol, validate_output, limits, tool_prefix, expose, when"), "{e}");
         let e = read("{ kind: grpc, name: g, address: 'h:1', 7: x }")
             .unwrap_err()
             .to_string();

@@ -19,9 +19,11 @@ use serde_json::{Value, json};
 use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
 use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool};
+use crate::dependency::credentials::{self, AccessToken, CredentialError};
 use crate::dependency::http::{HttpDependency, without_url};
 use crate::telemetry::SpanKind;
 use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
+use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 
 /// How a tool becomes a request. Every string is a minijinja template over the arguments.
 #[derive(Debug, Clone)]
@@ -140,12 +142,16 @@ impl HttpProvider {
         ))
     }
 
-    async fn run(
+    /// The request a call makes, before its credentials: only the tool's arguments are
+    /// rendered into it (the templates see nothing else, so no caller token can be copied in).
+    fn request(
         &self,
         tool: &HttpTool,
         args: &JsonObject,
         cx: &CallContext,
-    ) -> Result<Value, ToolError> {
+        url: String,
+        trace: &crate::telemetry::TraceContext,
+    ) -> Result<reqwest::Request, ToolError> {
         let env = self.templates.read_unpoisoned().clone();
         let name = &tool.schema.name;
         let render = |id: String| -> Result<String, ToolError> {
@@ -157,29 +163,13 @@ impl HttpProvider {
                 .map_err(|e| ToolError::Execution(format!("tool '{name}': template {id}: {e}")))
         };
         let m = &tool.mapping;
-        let url = self.api.url(&fill_path(&m.path, args));
-        // The upstream call is a client span of ours; the API sees it as its parent
-        // (`traceparent`) and the caller's `tracestate` unchanged.
-        let mut span = cx.trace.child(m.method.to_string(), SpanKind::Client);
-        if span.is_recording() {
-            span.set("http.request.method", m.method.to_string());
-            if let Ok(parsed) = reqwest::Url::parse(&url) {
-                if let Some(host) = parsed.host_str() {
-                    span.set("server.address", host.to_owned());
-                }
-                if let Some(port) = parsed.port_or_known_default() {
-                    span.set("server.port", i64::from(port));
-                }
-                span.set("url.template", m.path.clone());
-            }
-        }
         let mut request = self
             .api
             .client
             .request(m.method.clone(), url)
             .timeout(cx.timeout)
-            .header(TRACEPARENT, span.context().traceparent());
-        if let Some(state) = span.context().tracestate() {
+            .header(TRACEPARENT, trace.traceparent());
+        if let Some(state) = trace.tracestate() {
             request = request.header(TRACESTATE, state);
         }
         let mut query = Vec::new();
@@ -211,7 +201,45 @@ impl HttpProvider {
         ) {
             request = request.json(args);
         }
-        let response = request.send().await.map_err(|e| {
+        request
+            .build()
+            .map_err(|e| ToolError::Execution(format!("tool '{name}': {}", without_url(&e))))
+    }
+
+    async fn run(
+        &self,
+        tool: &HttpTool,
+        args: &JsonObject,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let name = &tool.schema.name;
+        let m = &tool.mapping;
+        let url = self.api.url(&fill_path(&m.path, args));
+        // The upstream call is a client span of ours; the API sees it as its parent
+        // (`traceparent`) and the caller's `tracestate` unchanged.
+        let mut span = cx.trace.child(m.method.to_string(), SpanKind::Client);
+        if span.is_recording() {
+            span.set("http.request.method", m.method.to_string());
+            if let Ok(parsed) = reqwest::Url::parse(&url) {
+                if let Some(host) = parsed.host_str() {
+                    span.set("server.address", host.to_owned());
+                }
+                if let Some(port) = parsed.port_or_known_default() {
+                    span.set("server.port", i64::from(port));
+                }
+                span.set("url.template", m.path.clone());
+            }
+        }
+        let trace = span.context();
+        let request = self.request(tool, args, cx, url, trace)?;
+        let response = self.send(request, cx).await.map_err(|e| {
+            let e = match e {
+                Sent::Http(e) => e,
+                Sent::Credentials(e) => {
+                    span.fail("credentials", e.to_string());
+                    return credential_error(e, self.config.common.setup_hint.as_deref());
+                }
+            };
             span.fail(
                 if e.is_timeout() {
                     "timeout"
@@ -230,6 +258,11 @@ impl HttpProvider {
             }
         })?;
         let status = response.status();
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         span.set("http.response.status_code", i64::from(status.as_u16()));
         // A client span fails on any 4xx or 5xx (the semantic conventions' rule for clients).
         if status.as_u16() >= 400 {
@@ -251,6 +284,13 @@ impl HttpProvider {
                 ))
             }
         })?;
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            // Which credentials were refused and the upstream's challenge: the caller can act
+            // on that, not on a bare 401.
+            return Err(ToolError::Execution(
+                credentials::refusal(&self.api.name, 401, challenge.as_deref()).to_string(),
+            ));
+        }
         if status.as_u16() >= 400 {
             return Err(ToolError::Execution(format!(
                 "Upstream answered {status} to tool '{name}': {}",
@@ -273,6 +313,77 @@ impl HttpProvider {
                 excerpt(&answer.to_string())
             ))),
         }
+    }
+}
+
+impl HttpProvider {
+    /// Sends `request` with the token `auth` gets for this call (none without `auth`: the
+    /// static key is among the client's default headers). The gateway's own token, refused
+    /// with a 401, is forgotten and the request sent once more with a fresh one.
+    async fn send(
+        &self,
+        request: reqwest::Request,
+        cx: &CallContext,
+    ) -> Result<reqwest::Response, Sent> {
+        let Some(credentials) = &self.api.credentials else {
+            return self.api.client.execute(request).await.map_err(Sent::Http);
+        };
+        let subject = cx.subject_token.as_ref();
+        let mut pending = request;
+        let mut retried = false;
+        loop {
+            let token = credentials
+                .bearer(subject)
+                .await
+                .map_err(Sent::Credentials)?;
+            // Bodies are buffered, so a copy can be sent again after a refusal.
+            let spare = if retried { None } else { pending.try_clone() };
+            let response = self
+                .api
+                .client
+                .execute(authorized(pending, &token))
+                .await
+                .map_err(Sent::Http)?;
+            if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+                return Ok(response);
+            }
+            let retry = credentials.refused(&token, subject);
+            match spare {
+                Some(spare) if retry => {
+                    tracing::info!(upstream = %self.api.name, "the upstream refused the gateway's token; sending once more with a fresh one");
+                    pending = spare;
+                    retried = true;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+}
+
+/// `request` with `token` as its only `Authorization`: a tool's header template cannot add
+/// another.
+fn authorized(mut request: reqwest::Request, token: &AccessToken) -> reqwest::Request {
+    if let Some(value) = token.header() {
+        request.headers_mut().insert(AUTHORIZATION, value);
+    }
+    request
+}
+
+/// Why a request was not answered.
+enum Sent {
+    Http(reqwest::Error),
+    Credentials(CredentialError),
+}
+
+/// A credentials failure in the contract's terms: a caller without the token an exchange
+/// needs lacks something of its own; an issuer that gives no token is the dependency down.
+fn credential_error(error: CredentialError, hint: Option<&str>) -> ToolError {
+    match error {
+        CredentialError::NoSubject { .. } => ToolError::CapabilityRequired(error.to_string()),
+        CredentialError::Token { .. } => {
+            ToolError::Unavailable(super::with_hint(&error.to_string(), hint))
+        }
+        other => ToolError::Execution(other.to_string()),
     }
 }
 
@@ -445,5 +556,59 @@ mod tests {
     fn path_placeholders_are_encoded_segments() {
         let args = json!({"id": "a b/c", "n": 3}).as_object().unwrap().clone();
         assert_eq!(fill_path("/items/{id}/{n}", &args), "/items/a%20b%2Fc/3");
+    }
+
+    /// The MCP spec's MUST NOT: the caller's token is never passed upstream. Templates see only
+    /// the arguments (names a template might try render empty), and the one `Authorization`
+    /// sent is the upstream's own token, even when a tool declares the header.
+    #[test]
+    fn the_callers_token_never_leaves_in_the_outgoing_request() {
+        let caller = "caller-secret-token";
+        let api: crate::config::HttpApiConfig =
+            serde_saphyr::from_str("{ base_url: 'http://127.0.0.1:9', headers: { X-Static: v } }")
+                .unwrap();
+        let api = Arc::new(
+            HttpDependency::new("billing", &api, std::time::Duration::from_secs(5)).unwrap(),
+        );
+        let config: HttpProviderConfig = serde_saphyr::from_str(
+            r#"{ name: p, dependency: billing, tools: [{ name: t, description: d, input_schema: { type: object }, method: POST, path: '/x/{id}',
+                 query: { q: '{{ authorization }}{{ subject_token }}{{ token }}' },
+                 headers: { Authorization: 'Bearer {{ key }}', X-Fwd: '{{ headers }}{{ request }}{{ caller }}' },
+                 body: '{"a": "{{ access_token }}{{ id }}"}' }] }"#,
+        )
+        .unwrap();
+        let provider = HttpProvider::new(&config, api).unwrap();
+        let tool = provider.tools.read_unpoisoned()[0].clone();
+        let cx = CallContext {
+            request_id: "r".into(),
+            trace: crate::telemetry::TraceContext::detached(),
+            timeout: std::time::Duration::from_secs(1),
+            progress: None,
+            caller: None,
+            subject_token: Some(crate::provider::SubjectToken::new(caller, "alice", None)),
+        };
+        let args = json!({"id": "1", "key": "argument-key"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let url = provider.api.url(&fill_path(&tool.mapping.path, &args));
+        let request = provider.request(&tool, &args, &cx, url, &cx.trace).unwrap();
+        let sent = authorized(request, &AccessToken::new("upstream-token"));
+        assert!(!sent.url().as_str().contains(caller), "{}", sent.url());
+        for (name, value) in sent.headers() {
+            assert!(
+                !value
+                    .as_bytes()
+                    .windows(caller.len())
+                    .any(|w| w == caller.as_bytes()),
+                "{name}"
+            );
+        }
+        let body = sent.body().and_then(|b| b.as_bytes()).unwrap();
+        assert_eq!(body, br#"{"a":"1"}"#);
+        let authorization: Vec<_> = sent.headers().get_all(AUTHORIZATION).iter().collect();
+        assert_eq!(authorization.len(), 1);
+        assert_eq!(authorization[0], "Bearer upstream-token");
+        assert!(authorization[0].is_sensitive());
     }
 }

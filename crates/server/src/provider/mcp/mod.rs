@@ -114,7 +114,7 @@ impl McpProvider {
             provider: name.clone(),
             message: e.to_string(),
         };
-        let endpoint = Endpoint::new(&service.base_dir, &config.transport).map_err(error)?;
+        let endpoint = Endpoint::new(&name, &service.base_dir, &config.transport).map_err(error)?;
         let (instances, growth) = match &config.transport {
             McpTransport::Stdio(stdio) => (stdio.instances.max(1), stdio.growth),
             _ => (1, None),

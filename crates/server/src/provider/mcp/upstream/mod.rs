@@ -36,6 +36,8 @@ pub enum EndpointError {
     // The value is a secret as often as not: never echo it.
     #[error("header '{0}' has a value that is not valid in HTTP")]
     HeaderValue(String),
+    #[error(transparent)]
+    Credentials(#[from] crate::dependency::credentials::CredentialError),
 }
 
 /// Why a connection could not be opened; the text becomes the dependency's error in /health.
@@ -67,7 +69,7 @@ pub enum ConnectError {
 }
 
 /// How the server is reached.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Endpoint {
     Stdio(StdioSpec),
     StreamableHttp(HttpSpec),
@@ -76,11 +78,17 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The endpoint a transport entry describes; relative paths are against `base_dir`.
-    pub fn new(base_dir: &Path, transport: &McpTransport) -> Result<Endpoint, EndpointError> {
+    pub fn new(
+        provider: &str,
+        base_dir: &Path,
+        transport: &McpTransport,
+    ) -> Result<Endpoint, EndpointError> {
         Ok(match transport {
             McpTransport::Stdio(stdio) => Endpoint::Stdio(StdioSpec::new(base_dir, stdio)?),
-            McpTransport::StreamableHttp(http) => Endpoint::StreamableHttp(HttpSpec::new(http)?),
-            McpTransport::LegacySse(http) => Endpoint::LegacySse(HttpSpec::new(http)?),
+            McpTransport::StreamableHttp(http) => {
+                Endpoint::StreamableHttp(HttpSpec::new(provider, http)?)
+            }
+            McpTransport::LegacySse(http) => Endpoint::LegacySse(HttpSpec::new(provider, http)?),
         })
     }
 

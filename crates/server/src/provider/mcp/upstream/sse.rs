@@ -2,7 +2,8 @@
 //! the provider's `url` ends in `/sse`; rmcp has no client for it. `GET url` opens the stream,
 //! whose first `endpoint` event names where to POST our messages; the server's messages come
 //! as `message` events. The endpoint must be on the same origin as `url`, so a server cannot
-//! send our messages (and headers, which may hold credentials) elsewhere.
+//! send our messages (and headers, which may hold credentials) elsewhere. With `auth`, the
+//! stream's GET and each POST carry the gateway's current token.
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
@@ -12,7 +13,10 @@ use rmcp::transport::sink_stream::SinkStreamTransport;
 use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 
+use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+
 use super::streamable_http::HttpSpec;
+use crate::dependency::credentials::{CredentialError, refusal};
 use crate::shutdown::Shutdown;
 
 /// Why the SSE stream could not be opened.
@@ -37,6 +41,8 @@ pub enum SseError {
     Endpoint(url::ParseError),
     #[error("the endpoint event names another origin ({0}); refused")]
     ForeignOrigin(String),
+    #[error(transparent)]
+    Credentials(#[from] CredentialError),
 }
 
 pub type SseTransport = SinkStreamTransport<
@@ -49,12 +55,29 @@ pub type SseTransport = SinkStreamTransport<
 pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, SseError> {
     let client = spec.client().map_err(SseError::Client)?;
     let url = reqwest::Url::parse(&spec.url).map_err(SseError::Url)?;
-    let response = client
+    let credentials = spec.credentials.clone();
+    let mut open = client
         .get(url.clone())
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .send()
-        .await
-        .map_err(SseError::Open)?;
+        .header(reqwest::header::ACCEPT, "text/event-stream");
+    // The stream's token is checked when it opens; each POST carries the current one.
+    let token = match &credentials {
+        Some(c) => Some(c.bearer(None).await?),
+        None => None,
+    };
+    if let Some(value) = token.as_ref().and_then(|t| t.header()) {
+        open = open.header(AUTHORIZATION, value);
+    }
+    let response = open.send().await.map_err(SseError::Open)?;
+    if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+        if let (Some(c), Some(t)) = (&credentials, &token) {
+            c.refused(t, None);
+        }
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok());
+        return Err(refusal(&spec.provider, 401, challenge).into());
+    }
     if !response.status().is_success() {
         return Err(SseError::Status {
             url: spec.redacted_url(),
@@ -106,6 +129,7 @@ pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, 
     });
 
     let (to_server, mut outgoing) = mpsc::channel::<TxJsonRpcMessage<RoleClient>>(64);
+    let provider = spec.provider.clone();
     tasks.spawn(async move {
         let _end_all = ended.clone().drop_guard();
         // One at a time, so the server sees our messages in the order we sent them.
@@ -120,9 +144,34 @@ pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, 
             for (name, value) in super::traced::trace_headers(&message) {
                 post = post.header(name, value);
             }
+            let token = match &credentials {
+                Some(c) => match c.bearer(None).await {
+                    Ok(token) => Some(token),
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        return;
+                    }
+                },
+                None => None,
+            };
+            if let Some(value) = token.as_ref().and_then(|t| t.header()) {
+                post = post.header(AUTHORIZATION, value);
+            }
             let delivered = post.json(&message).send().await;
             match delivered {
                 Ok(answer) if answer.status().is_success() => {}
+                Ok(answer) if answer.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                    // The connection ends; the next one gets a fresh token.
+                    if let (Some(c), Some(t)) = (&credentials, &token) {
+                        c.refused(t, None);
+                    }
+                    let challenge = answer
+                        .headers()
+                        .get(WWW_AUTHENTICATE)
+                        .and_then(|v| v.to_str().ok());
+                    tracing::warn!("{}", refusal(&provider, 401, challenge));
+                    return;
+                }
                 Ok(answer) => {
                     tracing::warn!("the SSE server refused a message: {}", answer.status());
                     return;

@@ -1,7 +1,8 @@
-//! Reaching an MCP server over HTTP: the endpoint and the headers sent with it, and the
-//! Streamable HTTP transport (a `url` ending in `/sse` goes to [`super::sse`] instead).
+//! Reaching an MCP server over HTTP: the endpoint, the headers and credentials sent with it,
+//! and the Streamable HTTP transport (a `url` ending in `/sse` goes to [`super::sse`] instead).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -10,16 +11,35 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use super::EndpointError;
 use super::traced::TracedClient;
 use crate::config::{HttpTransport, expand_env};
+use crate::dependency::credentials::Credentials;
 
-/// The endpoint and headers, with `${VAR}` expanded.
-#[derive(Debug, Clone, PartialEq)]
+/// The endpoint and headers, with `${VAR}` expanded, and the credentials `auth` gets.
+#[derive(Clone)]
 pub struct HttpSpec {
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// The server's name, as errors about its credentials say it.
+    pub provider: Arc<str>,
+    /// The gateway's own token for this server (`auth`), shared by all its connections.
+    pub credentials: Option<Arc<Credentials>>,
+}
+
+/// Header names only: their values are secrets as often as not.
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSpec")
+            .field("url", &self.redacted_url())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("credentials", &self.credentials)
+            .finish()
+    }
 }
 
 impl HttpSpec {
-    pub fn new(config: &HttpTransport) -> Result<HttpSpec, EndpointError> {
+    pub fn new(provider: &str, config: &HttpTransport) -> Result<HttpSpec, EndpointError> {
         let (url, headers) = (&config.url, &config.headers);
         let headers = headers
             .iter()
@@ -32,9 +52,15 @@ impl HttpSpec {
             HeaderValue::try_from(value.as_str())
                 .map_err(|_| EndpointError::HeaderValue(name.clone()))?;
         }
+        let credentials = match &config.auth {
+            Some(auth) => Some(Arc::new(Credentials::new(provider, auth)?)),
+            None => None,
+        };
         Ok(HttpSpec {
             url: expand_env(url)?,
             headers,
+            provider: Arc::from(provider),
+            credentials,
         })
     }
 
@@ -81,7 +107,7 @@ impl HttpSpec {
             .custom_headers(headers)
             .reinit_on_expired_session(true);
         Ok(StreamableHttpClientTransport::with_client(
-            TracedClient::new()?,
+            TracedClient::new(self.provider.clone(), self.credentials.clone())?,
             config,
         ))
     }
@@ -94,21 +120,34 @@ mod tests {
 
     #[test]
     fn redaction_drops_credentials_and_query() {
-        let spec = HttpSpec::new(&HttpTransport {
-            url: "https://user:secret@mcp.example:8443/mcp?token=abc".into(),
-            headers: BTreeMap::new(),
-        })
+        let spec = HttpSpec::new(
+            "p",
+            &HttpTransport {
+                url: "https://user:secret@mcp.example:8443/mcp?token=abc".into(),
+                headers: BTreeMap::from([("X-Key".to_owned(), "header-secret".to_owned())]),
+                auth: None,
+            },
+        )
         .unwrap();
         assert_eq!(spec.redacted_url(), "https://mcp.example:8443/mcp");
+        let shown = format!("{spec:?}");
+        assert!(
+            !shown.contains("secret") && shown.contains("X-Key"),
+            "{shown}"
+        );
     }
 
     #[test]
     fn bad_header_values_are_refused_without_echoing_them() {
         let headers = BTreeMap::from([("X-Key".to_owned(), "line\nbreak-secret".to_owned())]);
-        let error = HttpSpec::new(&HttpTransport {
-            url: "http://h/mcp".into(),
-            headers,
-        })
+        let error = HttpSpec::new(
+            "p",
+            &HttpTransport {
+                url: "http://h/mcp".into(),
+                headers,
+                auth: None,
+            },
+        )
         .unwrap_err()
         .to_string();
         assert!(!error.contains("secret"), "{error}");

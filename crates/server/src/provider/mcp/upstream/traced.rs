@@ -2,7 +2,10 @@
 //! `traceparent`/`tracestate` headers: the `_meta` keys (SEP-414) are what the server's MCP
 //! layer reads, the headers what its HTTP layer (a proxy, a load balancer, an instrumented web
 //! framework) reads. Only our own requests carry them; responses and notifications go as they
-//! were.
+//! were. With `auth`, every request also carries the gateway's current token (fetched or
+//! refreshed per request, so a new token needs no new connection); a token the server refuses
+//! (401) is forgotten and the request sent once more with a fresh one, and a refusal that
+//! stays is said naming the server and quoting its challenge.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use std::future::Future;
 
+use crate::dependency::credentials::{Credentials, refusal};
 use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
 
 /// The trace headers for `message`: those of its `_meta` when it is a request that has them.
@@ -41,16 +45,25 @@ pub fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(HeaderName, HeaderV
     headers
 }
 
-/// rmcp's reqwest client for Streamable HTTP, adding [`trace_headers`] to each POST.
+/// rmcp's reqwest client for Streamable HTTP, adding [`trace_headers`] to each POST and the
+/// token of `auth` to every request.
 #[derive(Clone)]
-pub struct TracedClient(reqwest::Client);
+pub struct TracedClient {
+    http: reqwest::Client,
+    /// The server's name, for refusals.
+    provider: Arc<str>,
+    credentials: Option<Arc<Credentials>>,
+}
 
 impl TracedClient {
     /// As rmcp builds its own (private) default client: no idle pooling (it stalls on Linux's
     /// delayed ACK), and only same-origin 307/308 redirects followed, at most 10 — a 301-303
     /// would turn the POST into a GET, and another origin would receive the session id and
     /// the configured headers, which may hold credentials.
-    pub fn new() -> reqwest::Result<TracedClient> {
+    pub fn new(
+        provider: Arc<str>,
+        credentials: Option<Arc<Credentials>>,
+    ) -> reqwest::Result<TracedClient> {
         let same_origin = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_post = matches!(attempt.status().as_u16(), 307 | 308);
             let same = attempt
@@ -67,7 +80,70 @@ impl TracedClient {
             .pool_max_idle_per_host(0)
             .redirect(same_origin)
             .build()
-            .map(TracedClient)
+            .map(|http| TracedClient {
+                http,
+                provider,
+                credentials,
+            })
+    }
+
+    /// Runs `send` with the token to send (rmcp's own `auth_header` without `auth`): once, or
+    /// twice when the server refused the gateway's token and a fresh one may do. A refusal
+    /// becomes an error naming the server and its challenge.
+    async fn authorized<T, F, Fut>(
+        &self,
+        auth_header: Option<String>,
+        explain: bool,
+        send: F,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        let Some(credentials) = &self.credentials else {
+            return send(auth_header)
+                .await
+                .map_err(|e| self.explained(e, explain));
+        };
+        let mut retried = false;
+        loop {
+            let token = credentials
+                .bearer(None)
+                .await
+                .map_err(|e| StreamableHttpError::UnexpectedServerResponse(e.to_string().into()))?;
+            match send(Some(token.secret().to_owned())).await {
+                Err(StreamableHttpError::AuthRequired(_))
+                    if !retried && credentials.refused(&token, None) =>
+                {
+                    tracing::info!(provider = %self.provider, "the MCP server refused the gateway's token; sending once more with a fresh one");
+                    retried = true;
+                }
+                other => return other.map_err(|e| self.explained(e, explain)),
+            }
+        }
+    }
+
+    /// A 401 with its challenge as an error the caller can read; anything else as it was. The
+    /// GET stream keeps rmcp's own error, which tells its reconnect loop to stop.
+    fn explained(
+        &self,
+        error: StreamableHttpError<reqwest::Error>,
+        explain: bool,
+    ) -> StreamableHttpError<reqwest::Error> {
+        match error {
+            StreamableHttpError::AuthRequired(challenge) if explain => {
+                StreamableHttpError::UnexpectedServerResponse(
+                    refusal(
+                        &self.provider,
+                        401,
+                        Some(&challenge.www_authenticate_header),
+                    )
+                    .to_string()
+                    .into(),
+                )
+            }
+            other => other,
+        }
     }
 }
 
@@ -95,10 +171,15 @@ impl StreamableHttpClient for TracedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(
-            self.0
-                .post_message(uri, message, session_id, auth_header, headers),
-        )
+        Box::pin(self.authorized(auth_header, true, move |auth| {
+            self.http.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                headers.clone(),
+            )
+        }))
     }
 
     fn post_message_with_max_sse_event_size(
@@ -111,14 +192,16 @@ impl StreamableHttpClient for TracedClient {
         max_sse_event_size: usize,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(self.0.post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            headers,
-            max_sse_event_size,
-        ))
+        Box::pin(self.authorized(auth_header, true, move |auth| {
+            self.http.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                headers.clone(),
+                max_sse_event_size,
+            )
+        }))
     }
 
     fn post_message_with_response_limits(
@@ -131,14 +214,16 @@ impl StreamableHttpClient for TracedClient {
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(self.0.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            headers,
-            limits,
-        ))
+        Box::pin(self.authorized(auth_header, true, move |auth| {
+            self.http.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                headers.clone(),
+                limits,
+            )
+        }))
     }
 
     fn delete_session(
@@ -148,10 +233,14 @@ impl StreamableHttpClient for TracedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        Box::pin(
-            self.0
-                .delete_session(uri, session_id, auth_header, custom_headers),
-        )
+        Box::pin(self.authorized(auth_header, true, move |auth| {
+            self.http.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                auth,
+                custom_headers.clone(),
+            )
+        }))
     }
 
     fn get_stream(
@@ -162,10 +251,15 @@ impl StreamableHttpClient for TracedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = StreamResult> + Send + '_ {
-        Box::pin(
-            self.0
-                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers),
-        )
+        Box::pin(self.authorized(auth_header, false, move |auth| {
+            self.http.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth,
+                custom_headers.clone(),
+            )
+        }))
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -177,14 +271,16 @@ impl StreamableHttpClient for TracedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = StreamResult> + Send + '_ {
-        Box::pin(self.0.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        ))
+        Box::pin(self.authorized(auth_header, false, move |auth| {
+            self.http.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        }))
     }
 }
 
