@@ -65,21 +65,16 @@ impl Resource {
         ]
     }
 
-    /// Where this resource's metadata is.
+    /// Where this resource's metadata is (RFC 9728 §3.1: the well-known part goes between
+    /// the host and the identifier's path; behind a path prefix the proxy routes it here).
     pub fn metadata_url(&self) -> String {
-        let path = if self.mcp {
-            MCP_METADATA_PATH
-        } else {
-            METADATA_PATH
-        };
-        match url::Url::parse(&self.base) {
-            // RFC 9728 §3.1: the well-known part goes between the host and the path.
-            Ok(url) if url.path() != "/" => format!(
-                "{}{path}{}",
+        match url::Url::parse(&self.identifier()) {
+            Ok(url) => format!(
+                "{}{METADATA_PATH}{}",
                 url.origin().ascii_serialization(),
                 url.path().trim_end_matches('/')
             ),
-            _ => format!("{}{path}", self.base),
+            Err(_) => format!("{}{METADATA_PATH}", self.base),
         }
     }
 }
@@ -123,18 +118,18 @@ fn base_url(settings: &Settings, headers: &HeaderMap, peer: Option<SocketAddr>) 
         .or_else(|| first("x-forwarded-proto"))
         .filter(|p| p == "http" || p == "https")
         .unwrap_or_else(|| "http".into());
+    // Called directly, the port is the service's own whatever `Host` says: a token for
+    // another service on this machine (another port, the same issuer) must not fit here.
+    let own_port = config.service.port.get();
     let host = from_forwarded("host")
         .or_else(|| first("x-forwarded-host"))
         .filter(|h| is_authority(h))
-        .or_else(|| text(header::HOST.as_str()).map(str::to_owned))
-        .filter(|h| is_authority(h))
-        .unwrap_or_else(|| {
-            format!(
-                "{}:{}",
-                config.service.host.value,
-                config.service.port.get()
-            )
-        });
+        .or_else(|| {
+            text(header::HOST.as_str())
+                .filter(|h| is_authority(h))
+                .map(|h| format!("{}:{own_port}", without_port(h)))
+        })
+        .unwrap_or_else(|| format!("{}:{own_port}", config.service.host.value));
     let prefix = first("x-forwarded-prefix")
         .filter(|p| p.starts_with('/') && p.bytes().all(|b| b.is_ascii_graphic() && b != b'"'))
         .map(|p| p.trim_end_matches('/').to_owned())
@@ -154,6 +149,14 @@ fn forwarded_pairs(value: &str) -> Vec<(String, String)> {
             Some((k.trim().to_owned(), v.trim().trim_matches('"').to_owned()))
         })
         .collect()
+}
+
+/// `host` of `host[:port]` (`[v6]` of `[v6]:port`).
+fn without_port(authority: &str) -> &str {
+    match authority.rfind(':') {
+        Some(at) if !authority[at..].contains(']') => &authority[..at],
+        _ => authority,
+    }
 }
 
 /// A host with an optional port, nothing that could turn the URL into another one.
@@ -223,12 +226,23 @@ mod tests {
             ("x-forwarded-prefix", "/code/"),
         ];
         let direct = Resource::of(&settings, &request("/tools", &forwarded, "192.0.2.1:5"));
-        assert_eq!(direct.identifier(), "http://127.0.0.1:8001");
+        // Called directly the port is the service's own (unit services listen on 9999).
+        assert_eq!(direct.identifier(), "http://127.0.0.1:9999");
+        let v6 = Resource::of(
+            &settings,
+            &request("/tools", &[("host", "[::1]:8005")], "192.0.2.1:5"),
+        );
+        assert_eq!(v6.identifier(), "http://[::1]:9999");
+        let bare = Resource::of(
+            &settings,
+            &request("/tools", &[("host", "localhost")], "192.0.2.1:5"),
+        );
+        assert_eq!(bare.identifier(), "http://localhost:9999");
         let proxied = Resource::of(&settings, &request("/mcp", &forwarded, "10.1.2.3:5"));
         assert_eq!(proxied.identifier(), "https://tools.example/code/mcp");
         assert_eq!(
             proxied.metadata_url(),
-            "https://tools.example/.well-known/oauth-protected-resource/mcp/code"
+            "https://tools.example/.well-known/oauth-protected-resource/code/mcp"
         );
         let rfc7239 = Resource::of(
             &settings,
@@ -255,7 +269,7 @@ mod tests {
                 "10.0.0.9:1",
             ),
         );
-        assert_eq!(odd.identifier(), "http://h:1");
+        assert_eq!(odd.identifier(), "http://h:9999");
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@ use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
 use super::client::Client;
 use super::registry::RegisteredTool;
 use crate::config::OutputValidation;
+use crate::dependency::credentials::SubjectToken;
 use crate::provider::{CallContext, Caller, JsonObject, ProgressSink, ToolError, ToolOutput};
 use crate::telemetry::TraceContext;
 
@@ -129,6 +130,9 @@ impl Service {
         let toolset = self.toolset();
         let arguments = Value::Object(arguments);
         let entry = self.checked(&toolset, tool, &arguments, request_id, client)?;
+        let subject_token = client
+            .token()
+            .map(|id| SubjectToken::new(id.token(), &id.subject, id.expires));
         let client = client.as_str();
         let provider = entry.provider.name();
         let Value::Object(arguments) = arguments else {
@@ -168,8 +172,8 @@ impl Service {
             timeout,
             progress,
             caller,
-            // Filled from the caller's OAuth identity once the gateway validates one.
-            subject_token: None,
+            // The caller's validated OAuth token, for an upstream's RFC 8693 exchange only.
+            subject_token,
         };
         let _active = ActiveCall::start(&self.active_calls);
         flow(request_id, tool, "executing", Some(provider));

@@ -50,14 +50,26 @@ print(json.dumps({"keys": [r, e]}))
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+const SCOPES: &str = "tools:all tools:echo";
+
 impl Issuer {
+    /// JWT tokens for the service's /mcp resource and another service's, opaque ones for the
+    /// service's base URL.
     async fn start(gateway_port: u16, other_port: u16) -> Issuer {
+        let base = format!("http://127.0.0.1:{gateway_port}");
+        Issuer::start_with(json!({
+            format!("{base}/mcp"): {"scope": SCOPES, "format": "jwt"},
+            base: {"scope": SCOPES, "format": "opaque"},
+            format!("http://127.0.0.1:{other_port}"): {"scope": SCOPES, "format": "jwt"},
+        }))
+        .await
+    }
+
+    async fn start_with(resources: Value) -> Issuer {
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
-        let base = format!("http://127.0.0.1:{gateway_port}");
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("issuer.json");
-        let scopes = "tools:all tools:echo";
         std::fs::write(
             &config,
             json!({
@@ -66,14 +78,11 @@ impl Issuer {
                 "jwks": private_keys(),
                 "signingKid": "rsa1",
                 "accessTokenTTL": 300,
-                "resources": {
-                    format!("{base}/mcp"): {"scope": scopes, "format": "jwt"},
-                    base.clone(): {"scope": scopes, "format": "opaque"},
-                    format!("http://127.0.0.1:{other_port}"): {"scope": scopes, "format": "jwt"},
-                },
+                "resources": resources,
                 "clients": [{
-                    "client_id": "gateway-tests", "client_secret": CLIENT_SECRET, "scope": scopes,
-                    "grant_types": ["client_credentials"], "introspection": true
+                    "client_id": "gateway-tests", "client_secret": CLIENT_SECRET, "scope": SCOPES,
+                    "grant_types": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"],
+                    "introspection": true
                 }]
             })
             .to_string(),
@@ -137,11 +146,27 @@ impl Issuer {
             .to_owned()
     }
 
+    /// How many tokens the issuer gave by each grant (its /test/stats).
+    async fn stats(&self) -> Value {
+        reqwest::get(format!("{}/test/stats", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Hand-made tokens for `aud`, each wrong in one way (tests/fixtures/oauth_tokens.py).
     async fn crafted(&self, aud: &str) -> Value {
+        self.crafted_for(aud, "alice").await
+    }
+
+    async fn crafted_for(&self, aud: &str, sub: &str) -> Value {
         let args = vec![
             fixture("oauth_tokens.py"),
             self.config.to_string_lossy().into_owned(),
+            "--sub".into(),
+            sub.into(),
             "--aud".into(),
             aud.into(),
             "--scope".into(),
@@ -435,4 +460,104 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     }
     let signature = valid.rsplit('.').next().unwrap();
     assert!(!logs.contains(signature));
+}
+
+/// A service with server-everything behind `security.oauth` and nothing else, on `port`.
+fn start_plain_oauth(name: &str, port: u16, issuer: &str, extra: &str) -> Gateway {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join(format!("{name}.yaml"));
+    let yaml = format!("security:\n  oauth:\n    issuer: {issuer}\n{extra}");
+    std::fs::write(&config, service_yaml(name, port, &yaml)).unwrap();
+    Gateway::spawn_with(
+        vec![
+            "serve".into(),
+            "--config".into(),
+            config.to_string_lossy().into_owned(),
+        ],
+        port,
+        dir,
+        config,
+        &[("MHG_EXCHANGE_SECRET", CLIENT_SECRET)],
+    )
+}
+
+/// Two services: `front` calls `back`'s REST API as an HTTP provider. With `auth:
+/// token_exchange`, each caller's token is exchanged (RFC 8693, at the real issuer) for one
+/// whose audience is `back`, once per caller until it expires; `back` sees the caller's
+/// subject and never the caller's own token (it would refuse it: its audience is `front`).
+/// Without `auth`, `back`'s 401 comes back as a clear error naming the upstream.
+#[tokio::test]
+async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_on() {
+    let (front_port, back_port) = (free_port(), free_port());
+    let (front_url, back_url) = (
+        format!("http://127.0.0.1:{front_port}"),
+        format!("http://127.0.0.1:{back_port}"),
+    );
+    let issuer = Issuer::start_with(json!({
+        front_url.clone(): {"scope": SCOPES, "format": "jwt"},
+        back_url.clone(): {"scope": SCOPES, "format": "jwt"},
+    }))
+    .await;
+    let mut back = start_plain_oauth(
+        "back",
+        back_port,
+        &issuer.url,
+        &format!("providers:\n{}", everything_provider("everything")),
+    );
+    let tool = |name: &str| {
+        format!(
+            "      - {{ name: {name}, description: echo on back, input_schema: {{ type: object, properties: {{ message: {{ type: string }} }}, required: [message] }}, method: POST, path: /call-tool, body: '{{\"tool\": \"echo\", \"arguments\": {{\"message\": {{{{ message | tojson }}}}}}}}', result: /data/content/0/text }}\n"
+        )
+    };
+    let front_extra = format!(
+        "dependencies:\n  back: {{ kind: http, base_url: \"{back_url}\", health_path: /health, auth: {{ kind: token_exchange, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }} }}\n  bare: {{ kind: http, base_url: \"{back_url}\", health_path: /health }}\nproviders:\n  - name: exchanged\n    kind: http\n    dependency: back\n    tools:\n{}  - name: unauthenticated\n    kind: http\n    dependency: bare\n    tools:\n{}",
+        issuer.url,
+        tool("back_echo"),
+        tool("bare_echo"),
+    );
+    let mut front = start_plain_oauth("front", front_port, &issuer.url, &front_extra);
+    back.wait_running().await;
+    front.wait_running().await;
+
+    let alice = issuer.crafted_for(&front_url, "alice").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bob = issuer.crafted_for(&front_url, "bob").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (token, message) in [(&alice, "one"), (&alice, "two"), (&bob, "three")] {
+        let answer: Value = call_with(&front, token, "back_echo", json!({"message": message}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(answer["data"], format!("Echo: {message}"), "{answer}");
+    }
+    // One exchange per caller: alice's second call used her cached token.
+    assert_eq!(issuer.stats().await["token_exchanges"], 2);
+    let back_clients: Vec<String> = back
+        .log_lines()
+        .iter()
+        .filter(|l| l["path"] == "/call-tool")
+        .map(|l| l["client"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(back_clients, ["alice", "alice", "bob"]);
+    let back_logs = back.logs();
+    assert!(!back_logs.contains(&alice) && !back_logs.contains(&bob));
+
+    // Without credentials of its own the upstream's 401 names it, never a bare 500.
+    let refused: Value = call_with(&front, &alice, "bare_echo", json!({"message": "x"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(refused["code"], "EXECUTION_ERROR", "{refused}");
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.contains("upstream 'bare' refused the gateway's credentials (401 Bearer"),
+        "{error}"
+    );
+    assert!(!error.contains(&alice));
 }

@@ -87,7 +87,7 @@ async fn with_oauth_a_missing_or_malformed_token_is_a_401_pointing_at_the_metada
     assert_eq!(
         challenge.as_deref(),
         Some(
-            "Bearer resource_metadata=\"http://127.0.0.1:8001/.well-known/oauth-protected-resource\""
+            "Bearer resource_metadata=\"http://127.0.0.1:9999/.well-known/oauth-protected-resource\""
         )
     );
     let (_, _, challenge) = refusal(judged(
@@ -97,7 +97,7 @@ async fn with_oauth_a_missing_or_malformed_token_is_a_401_pointing_at_the_metada
     assert_eq!(
         challenge.as_deref(),
         Some(
-            "Bearer resource_metadata=\"http://localhost:8001/.well-known/oauth-protected-resource/mcp\""
+            "Bearer resource_metadata=\"http://localhost:9999/.well-known/oauth-protected-resource/mcp\""
         )
     );
     let (_, error, challenge) = refusal(judged(
@@ -219,7 +219,7 @@ async fn a_token_short_of_scope_is_told_which_scopes_open_the_tool() {
     let challenge = insufficient_scope(&settings, &client, "get-sum", &resource).unwrap();
     assert_eq!(
         challenge,
-        "Bearer error=\"insufficient_scope\", scope=\"tools.read\", resource_metadata=\"http://h:1/.well-known/oauth-protected-resource\", error_description=\"tool 'get-sum' needs one of the scopes: tools.read\""
+        "Bearer error=\"insufficient_scope\", scope=\"tools.read\", resource_metadata=\"http://h:9999/.well-known/oauth-protected-resource\", error_description=\"tool 'get-sum' needs one of the scopes: tools.read\""
     );
     assert_eq!(
         insufficient_scope(&settings, &client, "nothing-opens-me", &resource),

@@ -166,7 +166,9 @@ impl OAuthVerifier {
         validation.algorithms = vec![alg];
         validation.leeway = self.config.leeway.as_secs();
         validation.validate_nbf = true;
-        validation.set_issuer(&[&self.config.issuer]);
+        // The configured issuer is kept without a trailing `/`; many issuers' identifiers have one.
+        let issuer = &self.config.issuer;
+        validation.set_issuer(&[issuer.clone(), format!("{issuer}/")]);
         validation.set_audience(audiences);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
