@@ -156,6 +156,33 @@ pub struct Meta {
     /// On GET /health answering 503: the health report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthResponse>,
+    /// Who the gateway took the caller for, when the request asked (`Prefer: identity`) and
+    /// came with a credential: an API key's name, or an OAuth token's subject and client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+}
+
+/// The credential a request was judged by (never the credential itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Identity {
+    /// `api_key` or `oauth`.
+    pub kind: IdentityKind,
+    /// The API key's name, or the token's `sub` (its `client_id` when it has no `sub`).
+    pub subject: String,
+    /// The OAuth client the token was issued to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The token's scopes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+/// What kind of credential a request came with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentityKind {
+    ApiKey,
+    Oauth,
 }
 
 impl Meta {

@@ -17,7 +17,7 @@ pub mod task;
 pub mod tool;
 pub mod validation;
 
-pub use envelope::{Envelope, Meta, ValidationIssue};
+pub use envelope::{Envelope, Identity, IdentityKind, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
     ClashResolution, ClusterReport, ConnectionState, DependencyState, DependencyStatus,

@@ -10,12 +10,12 @@ use utoipa::{PartialSchema, ToSchema};
 use super::request_id::constrain_request_id;
 use crate::{
     ClashResolution, ClusterReport, ConnectionState, DependencyState, DependencyStatus, Envelope,
-    ErrorCode, HealthResponse, HealthStatus, IndexState, InstanceReport, Meta, NameConflict,
-    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
-    RedisState, ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, TaskError,
-    TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage,
-    ToolsResponse, ValidationIssue, WatcherState,
+    ErrorCode, HealthResponse, HealthStatus, Identity, IdentityKind, IndexState, InstanceReport,
+    Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse,
+    ProviderReport, RedisState, ResourceContents, ResourceInfo, ResourceReadResponse,
+    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport,
+    SkippedFiles, TaskError, TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest,
+    ToolSchema, ToolStatus, ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -51,6 +51,8 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (Envelope::name(), Envelope::schema()),
         (Meta::name(), Meta::schema()),
         (ValidationIssue::name(), ValidationIssue::schema()),
+        (Identity::name(), Identity::schema()),
+        (IdentityKind::name(), IdentityKind::schema()),
         (ErrorCode::name(), ErrorCode::schema()),
         (ToolSchema::name(), ToolSchema::schema()),
         (ToolsResponse::name(), ToolsResponse::schema()),

@@ -38,6 +38,8 @@ pub struct Pending {
     trace_id: String,
     method: Method,
     path: String,
+    /// `Prefer: identity`: `meta.identity` says who the caller was taken for.
+    identity: bool,
 }
 
 impl Around for EnvelopeLayer {
@@ -72,17 +74,19 @@ impl Around for EnvelopeLayer {
                 .into_response();
                 let fresh = RequestId::generate();
                 return ControlFlow::Break(finish(
-                    refusal, fresh, &trace_id, started, &method, &path,
+                    refusal, fresh, &trace_id, started, &method, &path, false,
                 ));
             }
         };
         request.extensions_mut().insert(request_id.clone());
+        let identity = super::handlers::prefers(request.headers(), "identity");
         ControlFlow::Continue(Pending {
             started,
             request_id,
             trace_id,
             method,
             path,
+            identity,
         })
     }
 
@@ -101,6 +105,7 @@ impl Around for EnvelopeLayer {
             p.started,
             &p.method,
             &p.path,
+            p.identity,
         );
     }
 }
@@ -122,6 +127,7 @@ pub(super) fn unread(request: &Request, refusal: Response, started: Instant) -> 
         started,
         method,
         path,
+        false,
     )
 }
 
@@ -133,8 +139,10 @@ fn finish(
     started: Instant,
     method: &Method,
     path: &str,
+    identity: bool,
 ) -> Response {
     let (mut parts, body) = response.into_parts();
+    let client = parts.extensions.get::<Client>().cloned();
     // /mcp speaks JSON-RPC: its own answers pass as they are.
     let mcp = path == "/mcp" || path.starts_with("/mcp/") || path == "/sse" || path == "/messages";
     let foreign = if mcp {
@@ -151,6 +159,9 @@ fn finish(
             let status = reply.status();
             let mut meta = *reply.meta;
             meta.execution_time_ms = Some(execution_time_ms);
+            if identity {
+                meta.identity = client.as_ref().and_then(identity_of);
+            }
             let tool = meta.tool.clone();
             let (body, code) = match reply.outcome {
                 // The shared text goes out as it is, between the envelope's other members.
@@ -220,7 +231,6 @@ fn finish(
         }
     };
     let mut response = response;
-    let client = response.extensions().get::<Client>().cloned();
     if let Some(code) = code {
         // For the request metrics outside this layer.
         response.extensions_mut().insert(code);
@@ -242,6 +252,25 @@ fn finish(
         "request"
     );
     response
+}
+
+/// What `meta.identity` says of a client: only a credential's holder, never a peer address.
+fn identity_of(client: &Client) -> Option<contract::Identity> {
+    let (kind, client_id, scopes) = match (client.token(), client.key_name()) {
+        (Some(token), _) => (
+            contract::IdentityKind::Oauth,
+            token.client_id.as_deref().map(str::to_owned),
+            token.scopes.clone(),
+        ),
+        (None, Some(_)) => (contract::IdentityKind::ApiKey, None, Vec::new()),
+        (None, None) => return None,
+    };
+    Some(contract::Identity {
+        kind,
+        subject: client.as_str().to_owned(),
+        client_id,
+        scopes,
+    })
 }
 
 fn to_body(envelope: &Envelope) -> Body {

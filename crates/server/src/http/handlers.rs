@@ -98,13 +98,18 @@ struct Call<'a> {
 
 /// Whether a `Prefer` header (RFC 7240) asks for `respond-async`.
 fn respond_async(headers: &HeaderMap) -> bool {
+    prefers(headers, "respond-async")
+}
+
+/// Whether a `Prefer` header (RFC 7240) names the preference `wanted`.
+pub fn prefers(headers: &HeaderMap, wanted: &str) -> bool {
     headers
         .get_all("prefer")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|preference| preference.split([';', '=']).next().unwrap_or("").trim())
-        .any(|token| token.eq_ignore_ascii_case("respond-async"))
+        .any(|token| token.eq_ignore_ascii_case(wanted))
 }
 
 async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {

@@ -37,7 +37,11 @@ pub struct Resource {
 
 impl Resource {
     pub fn of(settings: &Settings, request: &Request) -> Resource {
-        let path = request.uri().path();
+        // Inside a nested router (the MCP surface) the path is the one the client sent.
+        let path = match request.extensions().get::<axum::extract::OriginalUri>() {
+            Some(original) => original.path(),
+            None => request.uri().path(),
+        };
         let mcp =
             path == "/mcp" || path == "/sse" || path == "/messages" || path == MCP_METADATA_PATH;
         Resource {

@@ -18,6 +18,7 @@ use axum::response::Response;
 
 use super::around::Around;
 use crate::service::Service;
+use crate::service::client::Client;
 use crate::telemetry::traceparent::{self, TRACEPARENT, TRACESTATE};
 use crate::telemetry::{Span, TraceParent};
 
@@ -64,6 +65,19 @@ impl Around for TraceLayer {
     }
 
     fn after(&self, mut span: Span, response: &mut Response) {
+        // Who called, when a credential says it: the API key's name or the token's subject
+        // (OpenTelemetry's `enduser.id`), and the OAuth client it came through. Never a
+        // peer address, never a token.
+        if span.is_recording()
+            && let Some(client) = response.extensions().get::<Client>()
+        {
+            if client.key_name().is_some() || client.token().is_some() {
+                span.set("enduser.id", client.as_str().to_owned());
+            }
+            if let Some(client_id) = client.token().and_then(|t| t.client_id.clone()) {
+                span.set("oauth.client_id", client_id.to_string());
+            }
+        }
         let status = response.status().as_u16();
         span.set("http.response.status_code", i64::from(status));
         // A server span fails on 5xx only: a 4xx is the client's error, not the server's.

@@ -28,6 +28,7 @@ use super::errors::jsonrpc;
 use super::input_required::ParkedCalls;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
 use crate::service::Service;
+use crate::service::client::Client;
 use crate::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
@@ -86,7 +87,7 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
             -32000,
             None,
         ),
-        SessionRefusal::Unknown => (
+        SessionRefusal::Unknown | SessionRefusal::NotYours => (
             StatusCode::NOT_FOUND,
             Code::NotFound,
             jsonrpc::SESSION_NOT_FOUND,
@@ -261,11 +262,15 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let method = request.method().clone();
+    let identity = request
+        .extensions()
+        .get::<Client>()
+        .and_then(Client::identity);
     if method != Method::POST {
         let Some(session) = session else {
             return next.run(request).await;
         };
-        match gate.book.touch(&session) {
+        match gate.book.touch(&session, identity.as_deref()) {
             Err(SessionRefusal::Unknown) => {
                 return unknown_here(&gate.book, &session, Value::Null, request).await;
             }
@@ -292,6 +297,9 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         Err(refusal) => return refused_body(&refusal),
     };
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    if let Some(step_up) = short_of_scope(&gate.service, &request, &message) {
+        return step_up;
+    }
     let id = message
         .get("method")
         .and(message.get("id"))
@@ -317,12 +325,16 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            gate.book
-                .open(issued, Transport::StreamableHttp, client_info(&message));
+            gate.book.open(
+                issued,
+                Transport::StreamableHttp,
+                client_info(&message),
+                identity,
+            );
         }
         return response;
     };
-    match gate.book.touch(&session) {
+    match gate.book.touch(&session, identity.as_deref()) {
         Err(SessionRefusal::Unknown) => {
             return unknown_here(&gate.book, &session, id.unwrap_or_default(), request).await;
         }
@@ -371,6 +383,37 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         chunk
     });
     Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// A `tools/call` of a tool the service has but the caller's token scopes do not open:
+/// HTTP 403 with an `insufficient_scope` challenge naming the scopes that would (the MCP
+/// authorization spec's step-up), so a client can ask its user for them and retry. The body
+/// is the JSON-RPC error the call would have had.
+fn short_of_scope(service: &Service, request: &Request, message: &Value) -> Option<Response> {
+    if message["method"] != "tools/call" {
+        return None;
+    }
+    let client = request.extensions().get::<Client>()?;
+    client.token()?;
+    let tool = message["params"]["name"].as_str()?;
+    if client.may_use(tool) || !service.has_tool(tool) {
+        return None;
+    }
+    let settings = service.settings();
+    let resource = crate::http::protected_resource::Resource::of(&settings, request);
+    let challenge = crate::http::auth::insufficient_scope(&settings, client, tool, &resource)?;
+    let answer = json!({"jsonrpc": "2.0", "id": message.get("id").cloned().unwrap_or_default(), "error": {
+        "code": jsonrpc::INVALID_PARAMS,
+        "message": format!("Tool '{tool}' is outside the scope of the token of '{}'", client.as_str()),
+        "data": {"code": Code::Forbidden, "retryable": false},
+    }});
+    let mut response = (StatusCode::FORBIDDEN, Json(answer)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    Some(response)
 }
 
 /// Expires idle sessions every [`SessionBook::sweep_period`] until `stop`, ending rmcp's

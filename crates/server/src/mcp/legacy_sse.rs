@@ -45,12 +45,13 @@ pub struct SseSessions {
 }
 
 /// Each open session's way in, and the API key that opened it (its messages must come with
-/// the same key: the session answers with that key's tools).
+/// the same key or token subject: the session answers with its tools).
 type OpenSessions = Arc<Mutex<HashMap<String, OpenSession>>>;
 
 struct OpenSession {
     to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
-    key: Option<String>,
+    /// The opener's credential (`Client::identity`).
+    owner: Option<String>,
 }
 
 impl SseSessions {
@@ -87,16 +88,17 @@ pub async fn open(
         return session_refusal(&refusal, Value::Null);
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let ended = book.open(&id, Transport::Sse, None);
+    let identity = client.as_ref().and_then(|Extension(c)| c.identity());
+    let ended = book.open(&id, Transport::Sse, None, identity.clone());
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
-    let key = client
-        .as_ref()
-        .and_then(|Extension(c)| c.key_name().map(str::to_owned));
-    sessions
-        .open
-        .write_unpoisoned()
-        .insert(id.clone(), OpenSession { to_server, key });
+    sessions.open.write_unpoisoned().insert(
+        id.clone(),
+        OpenSession {
+            to_server,
+            owner: identity,
+        },
+    );
     // Every message of the session is the opener's: its API key's name and scope.
     let bridge = match client {
         Some(Extension(client)) => McpBridge::opened_by(sessions.service.clone(), client),
@@ -164,7 +166,7 @@ pub async fn message(
         .open
         .write_unpoisoned()
         .get(&query.session_id)
-        .map(|s| (s.to_server.clone(), s.key.clone()));
+        .map(|s| (s.to_server.clone(), s.owner.clone()));
     if open.is_none()
         && let Some(cluster) = sessions.gate.book.cluster()
         && !cluster.forwarded_by_replica(&headers)
@@ -174,13 +176,13 @@ pub async fn message(
         let max_body = sessions.gate.max_body;
         return forward(cluster, &owner, &query.session_id, &headers, body, max_body).await;
     }
-    let key = client.as_ref().and_then(|Extension(c)| c.key_name());
+    let identity = client.as_ref().and_then(|Extension(c)| c.identity());
     if let Some((_, opener)) = &open
-        && opener.as_deref() != key
+        && *opener != identity
     {
         return (
             StatusCode::FORBIDDEN,
-            Json(json!({"error": "this session was opened with another API key; open GET /sse with yours"})),
+            Json(json!({"error": "this session was opened with another API key or token; open GET /sse with yours"})),
         )
             .into_response();
     }
@@ -215,7 +217,7 @@ pub async fn message(
     };
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
-    match book.touch(&query.session_id) {
+    match book.touch(&query.session_id, identity.as_deref()) {
         Err(refusal) => return session_refusal(&refusal, id),
         Ok(SessionState::Created) if !allowed_before_handshake(&body) => {
             return not_initialized(id);

@@ -72,6 +72,8 @@ pub struct SessionRecord {
     pub created_at: DateTime<Utc>,
     pub last_activity_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// The opener's credential ([`crate::service::client::Client::identity`]), when it had one.
+    pub owner: Option<String>,
     /// Cancelled when the session ends, so its transport stops serving it.
     pub ended: CancellationToken,
 }
@@ -89,6 +91,10 @@ pub enum SessionRefusal {
         "Too many MCP sessions (mcp.max_sessions is {0}): end one (DELETE /mcp) or retry later"
     )]
     TooMany(u64),
+    /// Opened with another credential (key or token subject): answered as an unknown session,
+    /// so its existence is not told.
+    #[error("MCP session not found: initialize a new session")]
+    NotYours,
 }
 
 /// The sessions of one service.
@@ -183,6 +189,7 @@ impl SessionBook {
         session_id: &str,
         transport: Transport,
         client: Option<(String, String)>,
+        owner: Option<String>,
     ) -> CancellationToken {
         let now = Utc::now();
         let (client_name, client_version) = client.unzip();
@@ -195,6 +202,7 @@ impl SessionBook {
             created_at: now,
             last_activity_at: now,
             expires_at: now + self.ttl(),
+            owner,
             ended: CancellationToken::new(),
         };
         log(&record);
@@ -208,15 +216,22 @@ impl SessionBook {
         ended
     }
 
-    /// A request arrived in the session: its state if live (and the idle clock restarts),
-    /// else why it is refused.
-    pub fn touch(&self, session_id: &str) -> Result<SessionState, SessionRefusal> {
+    /// A request of `identity` (its credential's) arrived in the session: its state if live
+    /// and the opener's (and the idle clock restarts), else why it is refused.
+    pub fn touch(
+        &self,
+        session_id: &str,
+        identity: Option<&str>,
+    ) -> Result<SessionState, SessionRefusal> {
         let now = Utc::now();
         let ttl = self.ttl();
         let mut records = self.lock();
         let Some(record) = records.get_mut(session_id) else {
             return Err(SessionRefusal::Unknown);
         };
+        if record.owner.is_some() && record.owner.as_deref() != identity {
+            return Err(SessionRefusal::NotYours);
+        }
         match record.state {
             SessionState::Closed => Err(SessionRefusal::Closed(session_id.to_owned())),
             SessionState::Expired => Err(SessionRefusal::Expired(
@@ -336,11 +351,11 @@ mod tests {
     #[test]
     fn a_session_goes_created_initialized_closed() {
         let book = book(5);
-        let ended = book.open("s1", Transport::StreamableHttp, None);
-        assert_eq!(book.touch("s1"), Ok(SessionState::Created));
+        let ended = book.open("s1", Transport::StreamableHttp, None, None);
+        assert_eq!(book.touch("s1", None), Ok(SessionState::Created));
         book.set_client("s1", "claude".into(), "1.2".into());
         book.initialized("s1");
-        assert_eq!(book.touch("s1"), Ok(SessionState::Initialized));
+        assert_eq!(book.touch("s1", None), Ok(SessionState::Initialized));
         let record = book.get("s1").unwrap();
         assert_eq!(record.client_name.as_deref(), Some("claude"));
         assert_eq!(record.expires_at, record.last_activity_at + book.ttl());
@@ -348,17 +363,17 @@ mod tests {
         book.close("s1");
         assert!(ended.is_cancelled());
         assert_eq!(
-            book.touch("s1"),
+            book.touch("s1", None),
             Err(SessionRefusal::Closed("s1".to_owned()))
         );
-        assert_eq!(book.touch("nope"), Err(SessionRefusal::Unknown));
+        assert_eq!(book.touch("nope", None), Err(SessionRefusal::Unknown));
     }
 
     #[test]
     fn idle_sessions_expire_and_are_forgotten_one_ttl_later() {
         let book = book(5);
-        let ended = book.open("s1", Transport::Sse, None);
-        book.open("s2", Transport::Sse, None);
+        let ended = book.open("s1", Transport::Sse, None, None);
+        book.open("s2", Transport::Sse, None, None);
         let later = Utc::now() + chrono::Duration::seconds(61);
         // s2 was active just before the sweep; s1 was not.
         book.lock().get_mut("s2").unwrap().expires_at = later + chrono::Duration::seconds(60);
@@ -367,19 +382,23 @@ mod tests {
         assert_eq!(expired[0].session_id, "s1");
         assert!(ended.is_cancelled());
         assert_eq!(
-            book.touch("s1"),
+            book.touch("s1", None),
             Err(SessionRefusal::Expired("s1".to_owned(), 60))
         );
-        assert_eq!(book.touch("s2"), Ok(SessionState::Created));
+        assert_eq!(book.touch("s2", None), Ok(SessionState::Created));
         book.sweep(later + chrono::Duration::seconds(121));
-        assert_eq!(book.touch("s1"), Err(SessionRefusal::Unknown), "forgotten");
+        assert_eq!(
+            book.touch("s1", None),
+            Err(SessionRefusal::Unknown),
+            "forgotten"
+        );
     }
 
     #[test]
     fn only_live_sessions_count_against_the_bound() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None);
-        book.open("b", Transport::Sse, None);
+        book.open("a", Transport::StreamableHttp, None, None);
+        book.open("b", Transport::Sse, None, None);
         assert_eq!(book.admit(), Err(SessionRefusal::TooMany(2)));
         book.close("a");
         assert_eq!(book.admit(), Ok(()));
@@ -398,9 +417,9 @@ mod tests {
                 .find_map(|l| l.strip_prefix(wanted.as_str())?.parse::<f64>().ok())
                 .unwrap_or_else(|| panic!("{wanted}:\n{text}"))
         };
-        book.open("a", Transport::StreamableHttp, None);
-        book.open("b", Transport::StreamableHttp, None);
-        book.open("c", Transport::Sse, None);
+        book.open("a", Transport::StreamableHttp, None, None);
+        book.open("b", Transport::StreamableHttp, None, None);
+        book.open("c", Transport::Sse, None, None);
         assert_eq!((live("streamable-http"), live("sse")), (2.0, 1.0));
         book.close("a");
         book.close("a");
@@ -426,7 +445,7 @@ mod tests {
     #[test]
     fn the_handshake_cannot_be_skipped_or_repeated_after_an_end() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None);
+        book.open("a", Transport::StreamableHttp, None, None);
         book.close("a");
         book.initialized("a");
         assert_eq!(book.get("a").unwrap().state, SessionState::Closed);

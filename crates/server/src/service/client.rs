@@ -131,6 +131,16 @@ impl Client {
         self.keyed.then_some(&*self.name)
     }
 
+    /// Who holds the credential the request came with, `key:<name>` or `sub:<subject>`;
+    /// `None` without one. A session is its opener's: another identity cannot use it.
+    pub fn identity(&self) -> Option<String> {
+        match (&self.token, self.keyed) {
+            (Some(token), _) => Some(format!("sub:{}", token.subject)),
+            (None, true) => Some(format!("key:{}", self.name)),
+            (None, false) => None,
+        }
+    }
+
     /// The OAuth token's identity, when the client presented one.
     pub fn token(&self) -> Option<&Arc<TokenIdentity>> {
         self.token.as_ref()

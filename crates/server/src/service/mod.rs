@@ -476,6 +476,11 @@ impl Service {
         &self.client_sessions
     }
 
+    /// Whether the service serves `tool` (a served name).
+    pub fn has_tool(&self, tool: &str) -> bool {
+        self.toolset().registry.get(tool).is_some()
+    }
+
     /// Whether a tool declares an output schema (its results are typed).
     pub fn has_output_schema(&self, tool: &str) -> bool {
         self.toolset()

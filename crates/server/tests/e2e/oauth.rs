@@ -363,6 +363,49 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     );
     let short: Value = short.json().await.unwrap();
     assert_eq!(short["code"], "FORBIDDEN");
+    // Asked for, meta says who the gateway took the caller for.
+    let told: Value = reqwest::Client::new()
+        .post(gw.url("/call-tool"))
+        .bearer_auth(&opaque)
+        .header("prefer", "identity")
+        .json(&json!({"tool": "echo", "arguments": {"message": "who"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        told["meta"]["identity"],
+        json!({"kind": "oauth", "subject": "gateway-tests", "client_id": "gateway-tests", "scopes": ["tools:echo"]}),
+        "{told}"
+    );
+    assert!(
+        echo["meta"].get("identity").is_none(),
+        "only when asked: {echo}"
+    );
+    // Over MCP the same tool is a step-up: HTTP 403 with the challenge, the JSON-RPC error
+    // in the body.
+    let mcp_short = reqwest::Client::new()
+        .post(gw.url("/mcp"))
+        .bearer_auth(&opaque)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get-sum", "arguments": {"a": 1, "b": 2}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp_short.status(), 403);
+    let step_up = challenge(&mcp_short);
+    assert!(
+        step_up.contains("error=\"insufficient_scope\", scope=\"tools:all\""),
+        "{step_up}"
+    );
+    assert!(
+        step_up.contains("/.well-known/oauth-protected-resource/mcp\""),
+        "{step_up}"
+    );
+    let body: Value = mcp_short.json().await.unwrap();
+    assert_eq!(body["error"]["data"]["code"], "FORBIDDEN", "{body}");
 
     // A token for another service, and every hand-made bad token: 401, invalid_token.
     let foreign = issuer
@@ -396,6 +439,50 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     }
     let valid = crafted["valid"].as_str().unwrap();
     assert_eq!(get_with(&gw, "/tools", valid).await.status(), 200);
+
+    // A session is its opener's: bob, with a valid token of his own, gets 404 for alice's.
+    let bob = issuer.crafted_for(&base, "bob").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = reqwest::Client::new()
+        .post(gw.url("/mcp"))
+        .bearer_auth(valid)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let in_session = |token: String| {
+        let (url, session, ping) = (gw.url("/mcp"), session.clone(), ping.clone());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .bearer_auth(token)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&ping)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(
+        in_session(bob.clone()).await,
+        404,
+        "bob may not use alice's session"
+    );
+    assert_eq!(in_session(valid.to_owned()).await, 200, "alice may");
 
     // The MCP Python SDK's OAuth client finds everything from the 401 and calls through /mcp:
     // authorization code + PKCE as user alice, then client credentials.
@@ -560,4 +647,47 @@ async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_o
         "{error}"
     );
     assert!(!error.contains(&alice));
+}
+
+/// Rate limits count per user: alice spending her allowance leaves bob's whole.
+#[tokio::test]
+async fn each_subject_has_a_rate_limit_allowance_of_its_own() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let issuer =
+        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
+    let mut gw = start_plain_oauth(
+        "limited",
+        port,
+        &issuer.url,
+        &format!(
+            "  rate_limit: 10\nproviders:\n{}",
+            everything_provider("everything")
+        ),
+    );
+    gw.wait_running().await;
+    let alice = issuer.crafted_for(&base, "alice").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bob = issuer.crafted_for(&base, "bob").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(get_with(&gw, "/tools", &alice).await.status().as_u16());
+    }
+    assert_eq!(&statuses[..10], [200; 10]);
+    assert_eq!(statuses[11], 429, "{statuses:?}");
+    let limited: Value = get_with(&gw, "/tools", &alice).await.json().await.unwrap();
+    assert!(
+        limited["error"].as_str().unwrap().contains("alice"),
+        "{limited}"
+    );
+    assert_eq!(
+        get_with(&gw, "/tools", &bob).await.status(),
+        200,
+        "bob's allowance is whole"
+    );
 }
