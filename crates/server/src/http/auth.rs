@@ -328,3 +328,6 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fuzz;

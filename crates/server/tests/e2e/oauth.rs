@@ -691,3 +691,64 @@ async fn each_subject_has_a_rate_limit_allowance_of_its_own() {
         "bob's allowance is whole"
     );
 }
+
+/// A client generated from the service's document (openapi-python-client) calls with a bearer
+/// token from the real issuer; a wrong token and none are 401.
+#[tokio::test]
+async fn a_client_generated_from_the_document_calls_with_a_bearer_token() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let issuer =
+        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
+    let mut gw = start_plain_oauth(
+        "generated",
+        port,
+        &issuer.url,
+        &format!("providers:\n{}", everything_provider("everything")),
+    );
+    gw.wait_running().await;
+    let token = issuer.token(&base, "tools:all").await;
+    let document = get_with(&gw, "/openapi.json", &token)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.json");
+    std::fs::write(&path, document).unwrap();
+    let config = dir.path().join("generator.yaml");
+    std::fs::write(&config, "post_hooks: []\n").unwrap();
+    let deps = repo().join(".deps/openapi-venv/bin");
+    let generated = Command::new(deps.join("openapi-python-client"))
+        .args(["generate", "--meta", "none", "--config"])
+        .arg(&config)
+        .arg("--path")
+        .arg(&path)
+        .arg("--output-path")
+        .arg(dir.path().join("oauth_client"))
+        .output()
+        .unwrap();
+    assert!(
+        generated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generated.stderr)
+    );
+    let program = dir.path().join("call_bearer.py");
+    std::fs::copy(fixture("generated_clients/call_bearer.py"), &program).unwrap();
+    let said = Command::new(deps.join("python"))
+        .current_dir(dir.path())
+        .arg(&program)
+        .arg(&base)
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&said.stdout),
+        "200 Echo: generated 401 401\n"
+    );
+}
