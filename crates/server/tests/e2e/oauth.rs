@@ -596,10 +596,15 @@ async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_o
             "      - {{ name: {name}, description: echo on back, input_schema: {{ type: object, properties: {{ message: {{ type: string }} }}, required: [message] }}, method: POST, path: /call-tool, body: '{{\"tool\": \"echo\", \"arguments\": {{\"message\": {{{{ message | tojson }}}}}}}}', result: /data/content/0/text }}\n"
         )
     };
+    let machine_auth = format!(
+        "auth: {{ kind: client_credentials, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }}",
+        issuer.url
+    );
     let front_extra = format!(
-        "dependencies:\n  back: {{ kind: http, base_url: \"{back_url}\", health_path: /health, auth: {{ kind: token_exchange, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }} }}\n  bare: {{ kind: http, base_url: \"{back_url}\", health_path: /health }}\nproviders:\n  - name: exchanged\n    kind: http\n    dependency: back\n    tools:\n{}  - name: unauthenticated\n    kind: http\n    dependency: bare\n    tools:\n{}",
+        "dependencies:\n  back: {{ kind: http, base_url: \"{back_url}\", health_path: /health, auth: {{ kind: token_exchange, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }} }}\n  machine: {{ kind: http, base_url: \"{back_url}\", health_path: /health, {machine_auth} }}\n  bare: {{ kind: http, base_url: \"{back_url}\", health_path: /health }}\nproviders:\n  - name: exchanged\n    kind: http\n    dependency: back\n    tools:\n{}  - name: as-gateway\n    kind: http\n    dependency: machine\n    tools:\n{}  - name: unauthenticated\n    kind: http\n    dependency: bare\n    tools:\n{}  - name: remote\n    kind: mcp\n    url: \"{back_url}/mcp\"\n    {machine_auth}\n    expose: {{ include: [echo] }}\n  - name: refused\n    kind: mcp\n    url: \"{back_url}/mcp\"\n",
         issuer.url,
         tool("back_echo"),
+        tool("machine_echo"),
         tool("bare_echo"),
     );
     let mut front = start_plain_oauth("front", front_port, &issuer.url, &front_extra);
