@@ -124,6 +124,23 @@ impl Issuer {
         self.process = None;
     }
 
+    /// Restarts the issuer on its port with one more key, `kid`, which signs from now on.
+    async fn rotate_to(&mut self, kid: &str) {
+        let mut config: Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.config).unwrap()).unwrap();
+        let mut fresh = private_keys()["keys"][0].clone();
+        fresh["kid"] = json!(kid);
+        config["jwks"]["keys"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, fresh);
+        config["signingKid"] = json!(kid);
+        std::fs::write(&self.config, config.to_string()).unwrap();
+        let port = config["port"].as_u64().unwrap() as u16;
+        self.stop();
+        self.run(port).await;
+    }
+
     /// A client-credentials token for `resource` with `scope`.
     async fn token(&self, resource: &str, scope: &str) -> String {
         let answer: Value = reqwest::Client::new()
@@ -756,4 +773,40 @@ async fn a_client_generated_from_the_document_calls_with_a_bearer_token() {
         String::from_utf8_lossy(&said.stdout),
         "200 Echo: generated 401 401\n"
     );
+}
+
+/// The issuer rotates its keys: a token signed with the new one is taken once the gateway
+/// fetches the keys again on its unknown `kid` (at most once per 10 s); the old key's tokens
+/// keep working.
+#[tokio::test]
+async fn a_new_signing_key_is_fetched_on_its_first_unknown_kid() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut issuer =
+        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
+    let mut gw = start_plain_oauth(
+        "rotated",
+        port,
+        &issuer.url,
+        &format!("providers:\n{}", everything_provider("everything")),
+    );
+    gw.wait_running().await;
+    let old = issuer.crafted(&base).await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(get_with(&gw, "/tools", &old).await.status(), 200);
+    issuer.rotate_to("rsa2").await;
+    let new = issuer.crafted(&base).await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(new, old);
+    eventually(Duration::from_secs(30), "the new key taken", || async {
+        (get_with(&gw, "/tools", &new).await.status() == 200).then_some(())
+    })
+    .await;
+    assert_eq!(get_with(&gw, "/tools", &old).await.status(), 200);
+    let refetched = gw.logs().matches("could not be fetched").count();
+    assert_eq!(refetched, 0, "every fetch reached the issuer");
 }
