@@ -31,9 +31,7 @@ pub async fn call_tool(
     State(service): State<Arc<Service>>,
     axum::Extension(header_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
-    trace: Option<axum::Extension<TraceContext>>,
-    resource: Option<axum::Extension<Resource>>,
-    headers: HeaderMap,
+    facts: CallFacts,
     JsonBody(request): JsonBody<ToolRequest>,
 ) -> Reply {
     let body_id = match request.request_id.as_deref().map(RequestId::parse) {
@@ -45,15 +43,14 @@ pub async fn call_tool(
         Some(Err(why)) => return Reply::error(ErrorCode::InvalidRequest, why.to_string()),
     };
     let request_id = body_id.clone().unwrap_or(header_id);
-    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
     let call = Call {
         tool: &request.tool,
         arguments: request.arguments,
         request_id: &request_id,
         client: &client,
-        trace: &trace,
-        respond_async: respond_async(&headers),
-        resource: resource.map(|r| r.0),
+        trace: &facts.trace,
+        respond_async: facts.respond_async,
+        resource: facts.resource,
     };
     let mut reply = run(&service, call).await;
     reply.request_id = body_id;
@@ -64,23 +61,47 @@ pub async fn call_tool_by_name(
     State(service): State<Arc<Service>>,
     axum::Extension(request_id): axum::Extension<RequestId>,
     axum::Extension(client): axum::Extension<Client>,
-    trace: Option<axum::Extension<TraceContext>>,
-    resource: Option<axum::Extension<Resource>>,
-    headers: HeaderMap,
+    facts: CallFacts,
     Path(tool): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
 ) -> Reply {
-    let trace = trace.map(|t| t.0).unwrap_or_else(TraceContext::detached);
     let call = Call {
         tool: &tool,
         arguments,
         request_id: &request_id,
         client: &client,
-        trace: &trace,
-        respond_async: respond_async(&headers),
-        resource: resource.map(|r| r.0),
+        trace: &facts.trace,
+        respond_async: facts.respond_async,
+        resource: facts.resource,
     };
     run(&service, call).await
+}
+
+/// What a tool call reads of its request besides the body: its trace, `Prefer:
+/// respond-async`, and the resource an OAuth token was checked for.
+pub struct CallFacts {
+    trace: TraceContext,
+    respond_async: bool,
+    resource: Option<Resource>,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CallFacts {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(CallFacts {
+            trace: parts
+                .extensions
+                .get::<TraceContext>()
+                .cloned()
+                .unwrap_or_else(TraceContext::detached),
+            respond_async: respond_async(&parts.headers),
+            resource: parts.extensions.get::<Resource>().cloned(),
+        })
+    }
 }
 
 /// A REST tool call, by either route.
