@@ -22,7 +22,8 @@ use super::protected_resource::{self, Resource};
 use super::reply::Reply;
 use crate::service::Service;
 use crate::service::client::{Client, TokenIdentity, ToolScope};
-use crate::service::oauth::{BearerError, OAuthVerifier};
+pub use crate::service::oauth::insufficient_scope;
+use crate::service::oauth::{BearerError, OAuthVerifier, quoted};
 use crate::service::settings::Settings;
 
 /// Runs the credentials check on every request before the layers inside it.
@@ -225,50 +226,6 @@ fn unauthorized(settings: &Settings, resource: &Resource, error: Option<BearerEr
     Reply::error(ErrorCode::Unauthorized, message)
         .challenge(challenge)
         .into_response()
-}
-
-/// The challenge of a 403 for a token whose scopes do not open `tool`: `insufficient_scope`
-/// with the scopes that would (RFC 6750 §3.1), so a client can ask for them. `None` when the
-/// client has no token, or no configured scope opens the tool.
-pub fn insufficient_scope(
-    settings: &Settings,
-    client: &Client,
-    tool: &str,
-    resource: &Resource,
-) -> Option<String> {
-    client.token()?;
-    let oauth = settings.config.security.oauth.as_ref()?;
-    let needed: Vec<&str> = oauth
-        .scopes
-        .iter()
-        .filter(|(name, _)| {
-            ToolScope::of_scopes(&oauth.scopes, [name.as_str()]).is_some_and(|s| s.allows(tool))
-        })
-        .map(|(name, _)| name.as_str())
-        .collect();
-    if needed.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"{}\"",
-        needed.join(" "),
-        resource.metadata_url(),
-        quoted(&format!(
-            "tool '{tool}' needs one of the scopes: {}",
-            needed.join(", ")
-        ))
-    ))
-}
-
-/// Text inside a quoted-string: no `"` or `\`, printable ASCII only.
-fn quoted(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '"' | '\\' => '\'',
-            c if c.is_ascii_graphic() || c == ' ' => c,
-            _ => '?',
-        })
-        .collect()
 }
 
 /// What the `Authorization` header holds for OAuth.

@@ -29,6 +29,7 @@ use super::input_required::ParkedCalls;
 use super::sessions::{SessionBook, SessionRefusal, SessionState, Transport};
 use crate::service::Service;
 use crate::service::client::Client;
+use crate::service::oauth;
 use crate::shutdown::Shutdown;
 
 /// The shared state of the `/mcp` gate.
@@ -400,8 +401,8 @@ fn short_of_scope(service: &Service, request: &Request, message: &Value) -> Opti
         return None;
     }
     let settings = service.settings();
-    let resource = crate::http::protected_resource::Resource::of(&settings, request);
-    let challenge = crate::http::auth::insufficient_scope(&settings, client, tool, &resource)?;
+    let resource = oauth::Resource::of(&settings, request);
+    let challenge = oauth::insufficient_scope(&settings, client, tool, &resource)?;
     let answer = json!({"jsonrpc": "2.0", "id": message.get("id").cloned().unwrap_or_default(), "error": {
         "code": jsonrpc::INVALID_PARAMS,
         "message": format!("Tool '{tool}' is outside the scope of the token of '{}'", client.as_str()),

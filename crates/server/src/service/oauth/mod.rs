@@ -9,6 +9,7 @@
 mod introspection;
 mod jwks;
 mod metadata;
+mod resource;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,6 +21,9 @@ use serde::Deserialize;
 use self::introspection::Introspector;
 use self::jwks::{JwksCache, KeyLookup};
 pub use self::metadata::{IssuerMetadata, discover};
+pub use self::resource::{
+    MCP_METADATA_PATH, METADATA_PATH, Resource, insufficient_scope, is_metadata_path, quoted,
+};
 use super::client::TokenIdentity;
 use crate::config::OAuthConfig;
 
