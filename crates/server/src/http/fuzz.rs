@@ -46,24 +46,28 @@ providers:
 /// One runtime and one started service for every case.
 fn app() -> &'static (tokio::runtime::Runtime, Router) {
     static APP: OnceLock<(tokio::runtime::Runtime, Router)> = OnceLock::new();
-    APP.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
+    APP.get_or_init(|| started(CONFIG))
+}
+
+/// A runtime of one worker and the router of a service started from `config` in it (the
+/// fuzzers of this folder share it).
+pub(super) fn started(config: &str) -> (tokio::runtime::Runtime, Router) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config =
+        crate::config::ServiceConfig::parse(config, "fuzz.yaml", std::path::PathBuf::from("."))
             .unwrap();
-        let config =
-            crate::config::ServiceConfig::parse(CONFIG, "fuzz.yaml", std::path::PathBuf::from("."))
-                .unwrap();
-        let shutdown = crate::shutdown::Shutdown::default();
-        let router = runtime.block_on(async {
-            let service: Arc<Service> =
-                Service::new(config, shutdown.child(), shutdown.child()).unwrap();
-            service.start().await.unwrap();
-            super::router(service)
-        });
-        (runtime, router)
-    })
+    let shutdown = crate::shutdown::Shutdown::default();
+    let router = runtime.block_on(async {
+        let service: Arc<Service> =
+            Service::new(config, shutdown.child(), shutdown.child()).unwrap();
+        service.start().await.unwrap();
+        super::router(service)
+    });
+    (runtime, router)
 }
 
 /// What was done to a body that must make it refused.

@@ -333,17 +333,7 @@ async fn a_non_loopback_bind_must_name_its_hosts() {
         "service:\n  name: wide\n  port: {port}\n  host: 0.0.0.0\nsecurity:\n  allowed_hosts: [gateway.example, \"127.0.0.1:{port}\"]\n"
     );
     let (dir, config) = write_config(&text);
-    let mut gw = Gateway::spawn_with(
-        vec![
-            "serve".into(),
-            "--config".into(),
-            config.to_string_lossy().into_owned(),
-        ],
-        port,
-        dir,
-        config,
-        &[],
-    );
+    let mut gw = Gateway::serve(config, port, dir, &[]);
     gw.wait_running().await;
     let named = send(
         &gw,

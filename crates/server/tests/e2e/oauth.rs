@@ -196,23 +196,14 @@ impl Issuer {
 /// A service with server-everything behind `security.oauth` (introspection for opaque
 /// tokens), on `port`.
 fn start_gateway(port: u16, issuer: &str) -> Gateway {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("guarded.yaml");
-    let extra = format!(
-        "security:\n  oauth:\n    issuer: {issuer}\n    scopes:\n      'tools:all': {{ description: every tool }}\n      'tools:echo': {{ tools: [echo] }}\n    introspection: {{ url: '{issuer}/token/introspection', client_id: gateway-tests, client_secret_env: MHG_INTROSPECTION_SECRET }}\nproviders:\n{}",
-        everything_provider("everything")
-    );
-    std::fs::write(&config, service_yaml("guarded", port, &extra)).unwrap();
-    Gateway::spawn_with(
-        vec![
-            "serve".into(),
-            "--config".into(),
-            config.to_string_lossy().into_owned(),
-        ],
+    start_oauth(
+        "guarded",
         port,
-        dir,
-        config,
-        &[("MHG_INTROSPECTION_SECRET", CLIENT_SECRET)],
+        issuer,
+        &format!(
+            "    scopes:\n      'tools:all': {{ description: every tool }}\n      'tools:echo': {{ tools: [echo] }}\n    introspection: {{ url: '{issuer}/token/introspection', client_id: gateway-tests, client_secret_env: MHG_CLIENT_SECRET }}\nproviders:\n{}",
+            everything_provider("everything")
+        ),
     )
 }
 
@@ -566,23 +557,28 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     assert!(!logs.contains(signature));
 }
 
-/// A service with server-everything behind `security.oauth` and nothing else, on `port`.
-fn start_plain_oauth(name: &str, port: u16, issuer: &str, extra: &str) -> Gateway {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join(format!("{name}.yaml"));
+/// A service `name` on `port` behind `security.oauth` of `issuer`, `extra` written after
+/// its `issuer:` line; the test client's secret is in MHG_CLIENT_SECRET.
+fn start_oauth(name: &str, port: u16, issuer: &str, extra: &str) -> Gateway {
     let yaml = format!("security:\n  oauth:\n    issuer: {issuer}\n{extra}");
-    std::fs::write(&config, service_yaml(name, port, &yaml)).unwrap();
-    Gateway::spawn_with(
-        vec![
-            "serve".into(),
-            "--config".into(),
-            config.to_string_lossy().into_owned(),
-        ],
-        port,
-        dir,
-        config,
-        &[("MHG_EXCHANGE_SECRET", CLIENT_SECRET)],
-    )
+    Gateway::spawn_on(name, port, &yaml, &[("MHG_CLIENT_SECRET", CLIENT_SECRET)])
+}
+
+/// An issuer with JWT tokens for one service, and that service (server-everything behind
+/// `security.oauth`, `security` lines after `issuer:`), running: the issuer, the service and
+/// its base URL.
+async fn one_service(name: &str, security: &str) -> (Issuer, Gateway, String) {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let issuer =
+        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
+    let extra = format!(
+        "{security}providers:\n{}",
+        everything_provider("everything")
+    );
+    let mut gw = start_oauth(name, port, &issuer.url, &extra);
+    gw.wait_running().await;
+    (issuer, gw, base)
 }
 
 /// Two services: `front` calls `back`'s REST API as an HTTP provider. With `auth:
@@ -602,7 +598,7 @@ async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_o
         back_url.clone(): {"scope": SCOPES, "format": "jwt"},
     }))
     .await;
-    let mut back = start_plain_oauth(
+    let mut back = start_oauth(
         "back",
         back_port,
         &issuer.url,
@@ -614,17 +610,17 @@ async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_o
         )
     };
     let machine_auth = format!(
-        "auth: {{ kind: client_credentials, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }}",
+        "auth: {{ kind: client_credentials, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_CLIENT_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }}",
         issuer.url
     );
     let front_extra = format!(
-        "dependencies:\n  back: {{ kind: http, base_url: \"{back_url}\", health_path: /health, auth: {{ kind: token_exchange, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_EXCHANGE_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }} }}\n  machine: {{ kind: http, base_url: \"{back_url}\", health_path: /health, {machine_auth} }}\n  bare: {{ kind: http, base_url: \"{back_url}\", health_path: /health }}\nproviders:\n  - name: exchanged\n    kind: http\n    dependency: back\n    tools:\n{}  - name: as-gateway\n    kind: http\n    dependency: machine\n    tools:\n{}  - name: unauthenticated\n    kind: http\n    dependency: bare\n    tools:\n{}  - name: remote\n    kind: mcp\n    url: \"{back_url}/mcp\"\n    {machine_auth}\n    expose: {{ include: [echo] }}\n  - name: refused\n    kind: mcp\n    url: \"{back_url}/mcp\"\n",
+        "dependencies:\n  back: {{ kind: http, base_url: \"{back_url}\", health_path: /health, auth: {{ kind: token_exchange, token_url: \"{}/token\", client_id: gateway-tests, client_secret_env: MHG_CLIENT_SECRET, resource: \"{back_url}\", scope: \"tools:all\" }} }}\n  machine: {{ kind: http, base_url: \"{back_url}\", health_path: /health, {machine_auth} }}\n  bare: {{ kind: http, base_url: \"{back_url}\", health_path: /health }}\nproviders:\n  - name: exchanged\n    kind: http\n    dependency: back\n    tools:\n{}  - name: as-gateway\n    kind: http\n    dependency: machine\n    tools:\n{}  - name: unauthenticated\n    kind: http\n    dependency: bare\n    tools:\n{}  - name: remote\n    kind: mcp\n    url: \"{back_url}/mcp\"\n    {machine_auth}\n    expose: {{ include: [echo] }}\n  - name: refused\n    kind: mcp\n    url: \"{back_url}/mcp\"\n",
         issuer.url,
         tool("back_echo"),
         tool("machine_echo"),
         tool("bare_echo"),
     );
-    let mut front = start_plain_oauth("front", front_port, &issuer.url, &front_extra);
+    let mut front = start_oauth("front", front_port, &issuer.url, &front_extra);
     back.wait_running().await;
     front.wait_running().await;
 
@@ -674,20 +670,7 @@ async fn a_caller_s_token_is_exchanged_for_the_upstream_s_own_and_never_passed_o
 /// Rate limits count per user: alice spending her allowance leaves bob's whole.
 #[tokio::test]
 async fn each_subject_has_a_rate_limit_allowance_of_its_own() {
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let issuer =
-        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
-    let mut gw = start_plain_oauth(
-        "limited",
-        port,
-        &issuer.url,
-        &format!(
-            "  rate_limit: 10\nproviders:\n{}",
-            everything_provider("everything")
-        ),
-    );
-    gw.wait_running().await;
+    let (issuer, gw, base) = one_service("limited", "  rate_limit: 10\n").await;
     let alice = issuer.crafted_for(&base, "alice").await["valid"]
         .as_str()
         .unwrap()
@@ -718,17 +701,7 @@ async fn each_subject_has_a_rate_limit_allowance_of_its_own() {
 /// token from the real issuer; a wrong token and none are 401.
 #[tokio::test]
 async fn a_client_generated_from_the_document_calls_with_a_bearer_token() {
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let issuer =
-        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
-    let mut gw = start_plain_oauth(
-        "generated",
-        port,
-        &issuer.url,
-        &format!("providers:\n{}", everything_provider("everything")),
-    );
-    gw.wait_running().await;
+    let (issuer, gw, base) = one_service("generated", "").await;
     let token = issuer.token(&base, "tools:all").await;
     let document = get_with(&gw, "/openapi.json", &token)
         .await
@@ -780,17 +753,7 @@ async fn a_client_generated_from_the_document_calls_with_a_bearer_token() {
 /// keep working.
 #[tokio::test]
 async fn a_new_signing_key_is_fetched_on_its_first_unknown_kid() {
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut issuer =
-        Issuer::start_with(json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} })).await;
-    let mut gw = start_plain_oauth(
-        "rotated",
-        port,
-        &issuer.url,
-        &format!("providers:\n{}", everything_provider("everything")),
-    );
-    gw.wait_running().await;
+    let (mut issuer, gw, base) = one_service("rotated", "").await;
     let old = issuer.crafted(&base).await["valid"]
         .as_str()
         .unwrap()

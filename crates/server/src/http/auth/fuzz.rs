@@ -6,7 +6,7 @@
 //! was sent, never a panic, a 5xx or a pass. The issuer is a closed loopback port: a token
 //! that makes the gateway fetch keys gets "could not connect", without leaving the machine.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use axum::Router;
 use axum::body::Body;
@@ -14,8 +14,6 @@ use axum::http::{HeaderValue, Request, header};
 use base64::Engine;
 use proptest::prelude::*;
 use tower::ServiceExt;
-
-use crate::service::Service;
 
 /// `printf %s fuzz-key-that-no-case-makes | sha256sum`
 const CONFIG: &str = r#"service: { name: fuzz, port: 9999 }
@@ -30,24 +28,7 @@ security:
 
 fn app() -> &'static (tokio::runtime::Runtime, Router) {
     static APP: OnceLock<(tokio::runtime::Runtime, Router)> = OnceLock::new();
-    APP.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let config =
-            crate::config::ServiceConfig::parse(CONFIG, "fuzz.yaml", std::path::PathBuf::from("."))
-                .unwrap();
-        let shutdown = crate::shutdown::Shutdown::default();
-        let router = runtime.block_on(async {
-            let service: Arc<Service> =
-                Service::new(config, shutdown.child(), shutdown.child()).unwrap();
-            service.start().await.unwrap();
-            super::super::router(service)
-        });
-        (runtime, router)
-    })
+    APP.get_or_init(|| crate::http::fuzz::started(CONFIG))
 }
 
 fn b64(bytes: &[u8]) -> String {

@@ -33,10 +33,25 @@ impl Gateway {
 
     /// As [`Gateway::spawn`], with extra environment variables for the gateway.
     pub fn spawn_env(name: &str, extra: &str, env: &[(&str, &str)]) -> Gateway {
-        let port = free_port();
+        Gateway::spawn_on(name, free_port(), extra, env)
+    }
+
+    /// As [`Gateway::spawn_env`], on `port` (a test that must know it before the start, to
+    /// name the service's URL elsewhere).
+    pub fn spawn_on(name: &str, port: u16, extra: &str, env: &[(&str, &str)]) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join(format!("{name}.yaml"));
         std::fs::write(&config, service_yaml(name, port, extra)).unwrap();
+        Gateway::serve(config, port, dir, env)
+    }
+
+    /// `serve --config CONFIG`, the config being in `dir`.
+    pub fn serve(
+        config: PathBuf,
+        port: u16,
+        dir: tempfile::TempDir,
+        env: &[(&str, &str)],
+    ) -> Gateway {
         Gateway::spawn_with(
             vec![
                 "serve".into(),
