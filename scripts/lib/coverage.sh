@@ -10,9 +10,10 @@
 #   (--clean-profiles) or keeps them to report them again (--keep-profiles). Every process
 #   of an instrumented binary then writes a profile when it exits (the e2e harness stops
 #   gateways with SIGTERM for that: MHG_TEST_STOP_GRACEFULLY).
-# coverage_drop_superseded DIR STAMP: deletes the test executables in DIR built before STAMP of a
-#   crate that has one built after it (the report reads every executable it finds: an older one
-#   of code since changed would count its lines as not run).
+# coverage_drop_superseded DIR STAMP: deletes the test executables (deps/) or examples
+#   (examples/) in DIR built before STAMP of a crate or example that has one built after it (the
+#   report reads every executable it finds: an older one of code since changed would count its
+#   lines as not run).
 # coverage_report OUT [--min PERCENT CRATE...]: merges the profiles into OUT/html/index.html,
 #   OUT/summary.txt (per file), OUT/lcov.info and OUT/crates.txt (per crate, without the test
 #   modules); with --min, the gate (scripts/lib/coverage_by_crate.py): status 1 when a crate
