@@ -536,8 +536,14 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     assert_eq!(machine["tools"], json!(["echo"]), "{machine}");
     assert_eq!(machine["call"]["text"], "Echo: machine", "{machine}");
 
-    // The issuer down: the key fetched before keeps working, a key never seen fails closed.
+    // The issuer down: the key fetched before keeps working (for a token never seen before,
+    // so not one verified lately), a key never seen fails closed.
     issuer.stop();
+    let carol = issuer.crafted_for(&base, "carol").await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(get_with(&gw, "/tools", &carol).await.status(), 200);
     assert_eq!(get_with(&gw, "/tools", valid).await.status(), 200);
     let unknown = get_with(&gw, "/tools", crafted["unknown_kid"].as_str().unwrap()).await;
     assert_eq!(unknown.status(), 401);

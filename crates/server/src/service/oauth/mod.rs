@@ -4,12 +4,15 @@
 //! service's resource URI, RFC 8707), `exp` and `nbf` within the configured skew. A token that
 //! is not a JWT is asked of the issuer's RFC 7662 endpoint, when one is configured
 //! ([`introspection`]). Every failure is a [`BearerError`]: the request is refused, never let
-//! through (fail closed), and the error's text goes to the client, never the token.
+//! through (fail closed), and the error's text goes to the client, never the token. A JWT
+//! verified once is kept for a while ([`verified`]): a client sends the same token again and
+//! again.
 
 mod introspection;
 mod jwks;
 mod metadata;
 mod resource;
+mod verified;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,6 +27,7 @@ pub use self::metadata::{IssuerMetadata, discover};
 pub use self::resource::{
     MCP_METADATA_PATH, METADATA_PATH, Resource, insufficient_scope, is_metadata_path, quoted,
 };
+use self::verified::VerifiedTokens;
 use super::client::TokenIdentity;
 use crate::config::OAuthConfig;
 
@@ -84,6 +88,7 @@ pub struct OAuthVerifier {
     config: OAuthConfig,
     keys: JwksCache,
     introspector: Option<Introspector>,
+    verified: VerifiedTokens,
 }
 
 impl OAuthVerifier {
@@ -100,6 +105,7 @@ impl OAuthVerifier {
                 .introspection
                 .as_ref()
                 .map(|i| Introspector::new(i, http)),
+            verified: VerifiedTokens::default(),
             config: config.clone(),
         }
     }
@@ -121,12 +127,22 @@ impl OAuthVerifier {
                 .is_none()
                 .then_some(Err(BearerError::NotJwt));
         }
+        let kept = VerifiedTokens::key(token, &audiences[0]);
+        if let Some(identity) = self.verified.get(&kept) {
+            return Some(Ok(identity));
+        }
         let header = match decode_header(token) {
             Ok(header) => header,
             Err(e) => return Some(Err(header_error(token, e.kind()))),
         };
         match self.keys.lookup(header.kid.as_deref(), header.alg) {
-            KeyLookup::Found(key) => Some(self.check_jwt(token, &key, header.alg, audiences)),
+            KeyLookup::Found(key) => {
+                let verdict = self.check_jwt(token, &key, header.alg, audiences);
+                if let Ok(identity) = &verdict {
+                    self.verified.keep(kept, identity, self.config.leeway);
+                }
+                Some(verdict)
+            }
             KeyLookup::Unknown => None,
             KeyLookup::Refused(e) => Some(Err(e)),
         }
