@@ -135,7 +135,7 @@ impl ToolSet {
     }
 
     /// The forms of the tools `scope` allows, built the first time this tool set is asked for
-    /// that scope (scopes come from the configured keys, so they are few).
+    /// that scope (scopes come from the configured keys and token scopes, so they are few).
     pub fn scoped(&self, scope: &Arc<ToolScope>) -> Arc<ScopedForms> {
         if let Some(forms) = self.scoped.write_unpoisoned().get(scope) {
             return forms.clone();

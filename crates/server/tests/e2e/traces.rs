@@ -80,6 +80,9 @@ providers:
     )
 }
 
+/// The API key of the exported-spans test.
+const TRACE_KEY: &str = "trace-key-value-3c1f";
+
 async fn call_with(gw: &Gateway, tool: &str, headers: &[(&str, &str)]) -> Answer {
     let mut request = reqwest::Client::new()
         .post(gw.url("/call-tool"))
@@ -273,22 +276,32 @@ async fn spans_reach_a_real_otlp_receiver_with_their_parents() {
             .ok()
     })
     .await;
+    // Keyed: the server spans name the caller (enduser.id).
     let extra = format!(
-        "monitoring: {{ otlp_endpoint: \"http://127.0.0.1:{otlp_port}\", otlp_timeout_ms: 5000 }}\n{}",
+        "monitoring: {{ otlp_endpoint: \"http://127.0.0.1:{otlp_port}\", otlp_timeout_ms: 5000 }}\nsecurity: {{ api_keys: [{{ name: tracer, value_env: MHG_TRACE_KEY }}] }}\n{}",
         providers(&upstream)
     );
-    let mut gw = Gateway::spawn("traced", &extra);
+    let mut gw = Gateway::spawn_env("traced", &extra, &[("MHG_TRACE_KEY", TRACE_KEY)]);
     gw.wait_running().await;
     let incoming = traceparent(TRACE, CALLER_SPAN);
     let a = call_with(
         &gw,
         "ping",
-        &[("traceparent", &incoming), ("tracestate", STATE)],
+        &[
+            ("traceparent", &incoming),
+            ("tracestate", STATE),
+            ("x-api-key", TRACE_KEY),
+        ],
     )
     .await;
     assert_eq!(a.status, 200, "{}", a.body);
     let (sent, _) = upstream.last();
-    let a = call_with(&gw, "echo_meta", &[("traceparent", &incoming)]).await;
+    let a = call_with(
+        &gw,
+        "echo_meta",
+        &[("traceparent", &incoming), ("x-api-key", TRACE_KEY)],
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.body);
     let meta_parent = a.body["data"]["meta"]["traceparent"]
         .as_str()
@@ -320,6 +333,11 @@ async fn spans_reach_a_real_otlp_receiver_with_their_parents() {
         assert_eq!(attrs["http.request.method"], "POST");
         assert_eq!(attrs["http.route"], "/call-tool");
         assert_eq!(attrs["http.response.status_code"], 200);
+        assert_eq!(
+            attrs["enduser.id"], "tracer",
+            "the key's name, never the key"
+        );
+        assert!(!server.to_string().contains(TRACE_KEY));
         assert_eq!(server["resource"]["service.name"], "traced");
         assert_eq!(server["scope"], "mcp-http-gateway");
     }
