@@ -226,23 +226,35 @@ async fn call_with(gw: &Gateway, token: &str, tool: &str, arguments: Value) -> r
         .unwrap()
 }
 
-/// The SDK's OAuth client (tests/fixtures/oauth_mcp_client.py): what it printed, and its
-/// stderr (a failure is asserted by the caller, with the gateway's log at hand).
-async fn sdk_client(args: Vec<String>) -> (Value, String) {
+/// The SDK's OAuth client (tests/fixtures/oauth_mcp_client.py) against `gw`'s /mcp in a mode
+/// (`mode` and its options), calling `echo` with `message`: what it printed. A failure shows
+/// its stderr and the end of the gateway's log.
+async fn sdk_call(gw: &Gateway, mode: &[&str], message: &str) -> Value {
+    let mut args = vec![fixture("oauth_mcp_client.py"), gw.url("/mcp")];
+    args.extend(mode.iter().map(|a| a.to_string()));
+    args.extend(["--tool".into(), "echo".into(), "--args".into()]);
+    args.push(json!({ "message": message }).to_string());
     let out = tokio::task::spawn_blocking(move || {
         Command::new(venv_python()).args(&args).output().unwrap()
     })
     .await
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let printed = stdout
+    let printed: Option<Value> = stdout
         .lines()
         .last()
         .and_then(|l| serde_json::from_str(l).ok());
-    (
-        printed.unwrap_or(Value::Null),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    match printed {
+        Some(printed) if printed.get("error").is_none() => printed,
+        _ => {
+            let logs = gw.logs();
+            panic!(
+                "{stdout}\n{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                &logs[logs.len().saturating_sub(6000)..]
+            );
+        }
+    }
 }
 
 fn challenge(response: &reqwest::Response) -> String {
@@ -494,44 +506,24 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
 
     // The MCP Python SDK's OAuth client finds everything from the 401 and calls through /mcp:
     // authorization code + PKCE as user alice, then client credentials.
-    let (code, stderr) = sdk_client(vec![
-        fixture("oauth_mcp_client.py"),
-        gw.url("/mcp"),
-        "code".into(),
-        "--scope".into(),
-        "tools:all".into(),
-        "--tool".into(),
-        "echo".into(),
-        "--args".into(),
-        json!({"message": "via oauth"}).to_string(),
-    ])
-    .await;
-    if code.get("error").is_some() || code.is_null() {
-        let logs = gw.logs();
-        panic!(
-            "{code}\n{stderr}\n{}",
-            &logs[logs.len().saturating_sub(6000)..]
-        );
-    }
+    let code = sdk_call(&gw, &["code", "--scope", "tools:all"], "via oauth").await;
     assert_eq!(code["call"]["is_error"], false, "{code}");
     assert_eq!(code["call"]["text"], "Echo: via oauth", "{code}");
     assert!(code["tools"].as_array().unwrap().len() > 5, "{code}");
     assert_eq!(code["resource"], format!("{base}/mcp"), "{code}");
-    let (machine, _) = sdk_client(vec![
-        fixture("oauth_mcp_client.py"),
-        gw.url("/mcp"),
-        "client_credentials".into(),
-        "--client-id".into(),
-        "gateway-tests".into(),
-        "--client-secret".into(),
-        CLIENT_SECRET.into(),
-        "--scope".into(),
-        "tools:echo".into(),
-        "--tool".into(),
-        "echo".into(),
-        "--args".into(),
-        json!({"message": "machine"}).to_string(),
-    ])
+    let machine = sdk_call(
+        &gw,
+        &[
+            "client_credentials",
+            "--client-id",
+            "gateway-tests",
+            "--client-secret",
+            CLIENT_SECRET,
+            "--scope",
+            "tools:echo",
+        ],
+        "machine",
+    )
     .await;
     assert_eq!(machine["tools"], json!(["echo"]), "{machine}");
     assert_eq!(machine["call"]["text"], "Echo: machine", "{machine}");
