@@ -23,9 +23,13 @@ OIDC_PROVIDER_VERSION="9.13.3"
 # JOSE (JWS/JWT/JWK) for that fixture to sign and verify tokens; the release oidc-provider's own
 # dependency range resolves to, so one copy serves both.
 JOSE_VERSION="6.2.17"
+# Drives the system's /usr/bin/chromium (no browser download) for the test that clicks Swagger
+# UI's Authorize button against that issuer (crates/server/tests/fixtures/swagger_authorize.mjs).
+# 1.65.1 runs on Node 20 (it needs >= 20).
+PLAYWRIGHT_CORE_VERSION="1.65.1"
 
 stamp="$deps/.installed"
-want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION oidc-provider=$OIDC_PROVIDER_VERSION jose=$JOSE_VERSION"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION oidc-provider=$OIDC_PROVIDER_VERSION jose=$JOSE_VERSION playwright-core=$PLAYWRIGHT_CORE_VERSION"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -46,7 +50,8 @@ npm install --prefix "$deps" --no-audit --no-fund --loglevel=error \
   "@modelcontextprotocol/server-memory@$MEMORY_VERSION" \
   "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" \
   "oidc-provider@$OIDC_PROVIDER_VERSION" \
-  "jose@$JOSE_VERSION" >&2
+  "jose@$JOSE_VERSION" \
+  "playwright-core@$PLAYWRIGHT_CORE_VERSION" >&2
 
 # PyPI: its own venv, since mcp-server-time needs a newer `mcp` than the system may carry.
 if [ ! -x "$deps/venv/bin/python" ]; then

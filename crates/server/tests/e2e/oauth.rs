@@ -5,7 +5,8 @@
 //! JWT (the /mcp resource) and opaque (the service's base resource, RFC 7662 introspection);
 //! scopes mapped to tools (lists and 403 insufficient_scope); every hand-made bad token a 401
 //! and nothing else; the issuer down (cached keys keep working, new ones fail closed); the
-//! subject in the access log and no token in any log.
+//! subject in the access log and no token in any log; Swagger UI's Authorize button clicked in a
+//! real browser.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -66,28 +67,40 @@ impl Issuer {
     }
 
     async fn start_with(resources: Value) -> Issuer {
+        Issuer::start_configured(resources, None, &[]).await
+    }
+
+    /// [`Issuer::start_with`], with the resource a token request that names none gets
+    /// (`default_resource`) and `clients` (oidc-provider client metadata) beside the tests'
+    /// confidential one.
+    async fn start_configured(
+        resources: Value,
+        default_resource: Option<&str>,
+        clients: &[Value],
+    ) -> Issuer {
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("issuer.json");
-        std::fs::write(
-            &config,
-            json!({
-                "port": port,
-                "issuer": url,
-                "jwks": private_keys(),
-                "signingKid": "rsa1",
-                "accessTokenTTL": 300,
-                "resources": resources,
-                "clients": [{
-                    "client_id": "gateway-tests", "client_secret": CLIENT_SECRET, "scope": SCOPES,
-                    "grant_types": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"],
-                    "introspection": true
-                }]
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let mut all_clients = vec![json!({
+            "client_id": "gateway-tests", "client_secret": CLIENT_SECRET, "scope": SCOPES,
+            "grant_types": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"],
+            "introspection": true
+        })];
+        all_clients.extend_from_slice(clients);
+        let mut settings = json!({
+            "port": port,
+            "issuer": url,
+            "jwks": private_keys(),
+            "signingKid": "rsa1",
+            "accessTokenTTL": 300,
+            "resources": resources,
+            "clients": all_clients,
+        });
+        if let Some(resource) = default_resource {
+            settings["defaultResource"] = json!(resource);
+        }
+        std::fs::write(&config, settings.to_string()).unwrap();
         let mut issuer = Issuer {
             url,
             config,
@@ -770,4 +783,106 @@ async fn a_new_signing_key_is_fetched_on_its_first_unknown_kid() {
     assert_eq!(get_with(&gw, "/tools", &old).await.status(), 200);
     let refetched = gw.logs().matches("could not be fetched").count();
     assert_eq!(refetched, 0, "every fetch reached the issuer");
+}
+
+/// Swagger UI's Authorize button, clicked in a real browser (headless Chromium driven by
+/// tests/fixtures/swagger_authorize.mjs): authorization code + PKCE at the real issuer, through
+/// its login and consent pages in the popup, as a public client whose redirect URI is the
+/// service's `/docs/oauth2-redirect.html`; then "Try it out" on GET /tools and POST /call-tool
+/// sends the token. The scope ticked limits the tools shown, and no page of the flow loads
+/// anything from off this machine or logs a console error.
+#[tokio::test]
+async fn swagger_ui_s_authorize_button_gets_a_token_from_the_real_issuer_that_try_it_out_sends() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    // Swagger UI sends no `resource`: the issuer's default audience is the service.
+    let issuer = Issuer::start_configured(
+        json!({ base.clone(): {"scope": SCOPES, "format": "jwt"} }),
+        Some(base.as_str()),
+        &[json!({
+            "client_id": "swagger-ui", "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"], "response_types": ["code"],
+            "redirect_uris": [format!("{base}/docs/oauth2-redirect.html")]
+        })],
+    )
+    .await;
+    let extra = format!(
+        "    scopes:\n      'tools:all': {{ description: every tool }}\n      'tools:echo': {{ tools: [echo], description: only echo }}\n  public_routes: [/health, '/docs*', /openapi.json]\nproviders:\n{}",
+        everything_provider("everything")
+    );
+    let mut gw = start_oauth("swagger", port, &issuer.url, &extra);
+    gw.wait_running().await;
+
+    let browser = tokio::process::Command::new("node")
+        .arg(fixture("swagger_authorize.mjs"))
+        .args(["--docs", &gw.url("/docs/")])
+        .args([
+            "--client-id",
+            "swagger-ui",
+            "--scopes",
+            "tools:echo",
+            "--user",
+            "alice",
+            "--timeout-ms",
+            "30000",
+        ])
+        .args([
+            "--call",
+            r#"{"tool": "echo", "arguments": {"message": "from swagger"}}"#,
+        ])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), browser)
+        .await
+        .expect("the browser done within 180 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && seen.get("error").is_none(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    assert_eq!(seen["authorized"], true, "{seen}");
+    assert_eq!(seen["pkce"], true, "{seen}");
+    assert_eq!(seen["token_status"], 200, "{seen}");
+    assert_eq!(seen["token_scope"], "tools:echo", "{seen}");
+    assert_eq!(seen["token_is_jwt"], true, "{seen}");
+    assert_eq!(seen["status"], 200, "{seen}");
+    assert_eq!(seen["success"], true, "{seen}");
+    assert_eq!(seen["token_sent"], true, "{seen}");
+    assert_eq!(
+        seen["tools"],
+        json!(["echo"]),
+        "only the ticked scope's tools"
+    );
+    assert_eq!(seen["call"]["status"], 200, "{seen}");
+    assert_eq!(seen["call"]["token_sent"], true, "{seen}");
+    assert_eq!(
+        seen["call"]["data"]["content"][0]["text"], "Echo: from swagger",
+        "{seen}"
+    );
+    assert_eq!(seen["offsite_requests"], json!([]), "{seen}");
+    assert_eq!(seen["console_errors"], json!([]), "{seen}");
+    assert_eq!(issuer.stats().await["authorization_code"], 1);
+    let calls: Vec<Value> = gw
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["message"] == "request")
+        .filter(|l| l["path"] == "/tools" || l["path"] == "/call-tool")
+        .map(|l| json!([l["path"], l["client"], l["status"]]))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            json!(["/tools", "alice", 200]),
+            json!(["/call-tool", "alice", 200])
+        ]
+    );
 }
