@@ -160,6 +160,30 @@ pub struct Meta {
     /// came with a credential: an API key's name, or an OAuth token's subject and client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// On a call of a read-only tool whose results are shared (`resilience.cache`): `hit`,
+    /// answered from a kept result; `coalesced`, shared with an identical call in flight;
+    /// `miss`, run upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheStatus>,
+}
+
+/// What a read-only call's answer owes to sharing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheStatus {
+    Hit,
+    Coalesced,
+    Miss,
+}
+
+impl CacheStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheStatus::Hit => "hit",
+            CacheStatus::Coalesced => "coalesced",
+            CacheStatus::Miss => "miss",
+        }
+    }
 }
 
 /// The credential a request was judged by (never the credential itself).

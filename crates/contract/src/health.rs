@@ -249,6 +249,70 @@ pub struct ProviderReport {
     /// now, each supervised on its own); absent without a pool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceReport>,
+    /// How failures of its upstream are contained (`resilience`): its circuit breaker, the
+    /// retries and hedges sent, and its shared read-only results. Absent for an entry that
+    /// does not serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resilience: Option<ResilienceReport>,
+}
+
+/// The state of a provider's circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CircuitState {
+    /// Calls go through; failures are counted.
+    Closed,
+    /// Calls are refused at once (503 SERVICE_UNAVAILABLE) until `retry_after_seconds`; the
+    /// provider's tools show as `unavailable`.
+    Open,
+    /// A few real calls go through as probes; the rest are refused.
+    HalfOpen,
+}
+
+/// `resilience` of a provider in GET /health.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ResilienceReport {
+    /// `closed` also when the breaker is turned off (`breaker.enabled: false`).
+    pub circuit: CircuitState,
+    /// When the circuit entered its state (RFC 3339, UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub circuit_since: String,
+    /// While open: seconds until probes begin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub retry_after_seconds: Option<u64>,
+    /// Why the circuit last opened (kept after it closes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit_reason: Option<String>,
+    /// Times the circuit opened since the service started (or its section last changed).
+    #[schema(minimum = 0)]
+    pub circuit_opened: u64,
+    /// Calls refused at once by the open circuit.
+    #[schema(minimum = 0)]
+    pub circuit_refused: u64,
+    /// Retries sent after a failure that left the tool unrun.
+    #[schema(minimum = 0)]
+    pub retries: u64,
+    /// Second attempts sent beside a slow read-only call (`hedge`).
+    #[schema(minimum = 0)]
+    pub hedges: u64,
+    /// Retries and hedges not sent because the retry budget was spent.
+    #[schema(minimum = 0)]
+    pub retry_budget_exhausted: u64,
+    /// Read-only calls answered from a kept result.
+    #[schema(minimum = 0)]
+    pub cache_hits: u64,
+    /// Read-only calls that shared an identical call in flight.
+    #[schema(minimum = 0)]
+    pub cache_coalesced: u64,
+    /// Read-only calls that ran upstream.
+    #[schema(minimum = 0)]
+    pub cache_misses: u64,
+    /// Results kept now, and their approximate size.
+    #[schema(minimum = 0)]
+    pub cache_entries: u64,
+    #[schema(minimum = 0)]
+    pub cache_bytes: u64,
 }
 
 /// One child of a pooled stdio MCP provider.
@@ -265,6 +329,15 @@ pub struct InstanceReport {
     /// Times it was started again after its process or connection was lost.
     #[schema(minimum = 0)]
     pub restarts: u64,
+    /// While it is out of rotation (`resilience.outlier`: its calls kept failing, or it was
+    /// far slower than its siblings): milliseconds until it gets calls again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub ejected_for_ms: Option<u64>,
+    /// Times it was left out of rotation.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub ejections: u64,
     /// Why it is not connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -290,6 +363,7 @@ impl ProviderReport {
             metadata: BTreeMap::new(),
             index: None,
             instances: Vec::new(),
+            resilience: None,
         }
     }
 

@@ -17,13 +17,13 @@ pub mod task;
 pub mod tool;
 pub mod validation;
 
-pub use envelope::{Envelope, Identity, IdentityKind, Meta, ValidationIssue};
+pub use envelope::{CacheStatus, Envelope, Identity, IdentityKind, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    ClashResolution, ClusterReport, ConnectionState, DependencyState, DependencyStatus,
-    HealthResponse, HealthStatus, IndexState, InstanceReport, NameConflict, ProviderHealth,
-    ProviderReport, RedisState, SearchIndexReport, SkippedFiles, ToolFailure, ToolHealth,
-    ToolStatus, ToolUsage, WatcherState,
+    CircuitState, ClashResolution, ClusterReport, ConnectionState, DependencyState,
+    DependencyStatus, HealthResponse, HealthStatus, IndexState, InstanceReport, NameConflict,
+    ProviderHealth, ProviderReport, RedisState, ResilienceReport, SearchIndexReport, SkippedFiles,
+    ToolFailure, ToolHealth, ToolStatus, ToolUsage, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -9,13 +9,14 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::request_id::constrain_request_id;
 use crate::{
-    ClashResolution, ClusterReport, ConnectionState, DependencyState, DependencyStatus, Envelope,
-    ErrorCode, HealthResponse, HealthStatus, Identity, IdentityKind, IndexState, InstanceReport,
-    Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse,
-    ProviderReport, RedisState, ResourceContents, ResourceInfo, ResourceReadResponse,
-    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport,
-    SkippedFiles, TaskError, TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest,
-    ToolSchema, ToolStatus, ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
+    CacheStatus, CircuitState, ClashResolution, ClusterReport, ConnectionState, DependencyState,
+    DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, Identity, IdentityKind,
+    IndexState, InstanceReport, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage,
+    PromptResponse, PromptsResponse, ProviderReport, RedisState, ResilienceReport,
+    ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
+    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, TaskError,
+    TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage,
+    ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -53,6 +54,7 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (ValidationIssue::name(), ValidationIssue::schema()),
         (Identity::name(), Identity::schema()),
         (IdentityKind::name(), IdentityKind::schema()),
+        (CacheStatus::name(), CacheStatus::schema()),
         (ErrorCode::name(), ErrorCode::schema()),
         (ToolSchema::name(), ToolSchema::schema()),
         (ToolsResponse::name(), ToolsResponse::schema()),
@@ -87,6 +89,8 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (ToolUsage::name(), ToolUsage::schema()),
         (SearchIndexReport::name(), SearchIndexReport::schema()),
         (InstanceReport::name(), InstanceReport::schema()),
+        (ResilienceReport::name(), ResilienceReport::schema()),
+        (CircuitState::name(), CircuitState::schema()),
         (IndexState::name(), IndexState::schema()),
         (WatcherState::name(), WatcherState::schema()),
         (TaskInfo::name(), TaskInfo::schema()),

@@ -21,6 +21,7 @@ mod oauth;
 mod provider;
 mod providers_file;
 pub mod query;
+mod resilience;
 mod types;
 mod upstream_auth;
 mod when;
@@ -54,6 +55,10 @@ pub use self::provider::{
     check_grpc_address,
 };
 pub use self::providers_file::FileProviders;
+pub use self::resilience::{
+    BreakerConfig, CacheConfig, CacheRule, HedgeConfig, OutlierConfig, Resilience, ResilienceError,
+    RetryConfig,
+};
 pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};
 use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
 pub use self::upstream_auth::{

@@ -167,7 +167,12 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
         caller: None,
     };
     let reply = match service.call_tool(request).await {
-        Ok(result) => Reply::ok(result.into_data()),
+        Ok(result) => {
+            let cache = result.cache;
+            let mut reply = Reply::ok(result.into_data());
+            reply.meta.cache = cache;
+            reply
+        }
         Err(failure) if failure.code == ErrorCode::Forbidden => {
             let challenge = call.resource.as_ref().and_then(|resource| {
                 insufficient_scope(&service.settings(), call.client, tool, resource)

@@ -75,9 +75,14 @@ pub enum ToolError {
     /// The tool ran and reported failure (MCP `isError`), or the upstream answered with an error.
     #[error("{0}")]
     Execution(String),
-    /// The dependency behind the tool is down; the call never reached it.
+    /// The dependency behind the tool is down, or its connection was lost before it
+    /// answered: the call never reached it, or never ran to its end.
     #[error("{0}")]
     Unavailable(String),
+    /// The upstream answered that it failed (an HTTP 5xx): its fault, not the caller's.
+    /// `transient` for 502, 503 and 504, after which an idempotent call may be tried again.
+    #[error("{message}")]
+    Upstream { message: String, transient: bool },
     /// The call ran out of time; upstream work was cancelled.
     #[error("Tool '{tool}' did not answer within {ms} ms; the call was cancelled")]
     Timeout { tool: String, ms: u64 },
@@ -95,7 +100,9 @@ pub enum ToolError {
 impl ToolError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            ToolError::Execution(_) | ToolError::Unavailable(_) => ErrorCode::ExecutionError,
+            ToolError::Execution(_) | ToolError::Unavailable(_) | ToolError::Upstream { .. } => {
+                ErrorCode::ExecutionError
+            }
             ToolError::Timeout { .. } => ErrorCode::Timeout,
             ToolError::NotFound(_) => ErrorCode::ToolNotFound,
             ToolError::InvalidArguments(_) => ErrorCode::InvalidArguments,
@@ -363,6 +370,13 @@ mod tests {
                     ms: 5,
                 },
                 ErrorCode::Timeout,
+            ),
+            (
+                ToolError::Upstream {
+                    message: "x".into(),
+                    transient: true,
+                },
+                ErrorCode::ExecutionError,
             ),
             (ToolError::NotFound("t".into()), ErrorCode::ToolNotFound),
             (

@@ -10,12 +10,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use contract::{ErrorCode, ValidationIssue};
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::Service;
 use super::admission::{QueueBounds, RETRY_AFTER_SECONDS, Refusal};
 use super::client::Client;
 use super::registry::RegisteredTool;
+use super::resilience::cache::{
+    CacheStatus, CallKey, Found, Leader, call_key, from_shared_text, to_shared_text,
+};
+use super::resilience::{Refused, Sharing, verdict};
+use super::toolset::CallPlan;
 use crate::config::OutputValidation;
 use crate::dependency::credentials::SubjectToken;
 use crate::provider::{CallContext, Caller, JsonObject, ProgressSink, ToolError, ToolOutput};
@@ -44,9 +50,16 @@ pub struct CallResult {
     pub output: ToolOutput,
     /// The tool declares an output schema: its data is its structured content as it is.
     pub typed: bool,
+    /// What the answer owes to sharing, for a read-only tool's call (`meta.cache`).
+    pub cache: Option<CacheStatus>,
 }
 
 impl CallResult {
+    fn shared(mut self, status: CacheStatus) -> Self {
+        self.cache = Some(status);
+        self
+    }
+
     /// The call's `data`, as REST answers it.
     pub fn into_data(self) -> Value {
         self.output.into_data(self.typed)
@@ -133,17 +146,16 @@ impl Service {
         let subject_token = client
             .token()
             .map(|id| SubjectToken::new(id.token(), &id.subject, id.expires));
-        let client = client.as_str();
         let provider = entry.provider.name();
-        let Value::Object(arguments) = arguments else {
-            unreachable!("built from an object above")
-        };
         flow(request_id, tool, "routing", Some(provider));
         let settings = self.settings();
         let plan = toolset.plans.get(tool);
         let timeout = plan.map_or(settings.config.limits.call_timeout, |p| p.limits.timeout);
         if let Some(per_minute) = plan.and_then(|p| p.limits.rate_limit) {
-            let decision = self.rate_limiter.take(client, Some(tool), per_minute).await;
+            let decision = self
+                .rate_limiter
+                .take(client.as_str(), Some(tool), per_minute)
+                .await;
             if !decision.allowed {
                 self.metrics.rate_limited();
                 return Err(CallFailure::new(
@@ -153,6 +165,130 @@ impl Service {
                 .retry_after(decision.retry_after));
             }
         }
+        let started = Instant::now();
+        // A read-only result kept or in flight answers without reaching the upstream.
+        let sharing = match plan.and_then(|p| p.policy.share.as_ref().map(|s| (p, s))) {
+            Some((plan, share)) => {
+                let scope = client.scope().map(|s| format!("{s:?}")).unwrap_or_default();
+                // Per caller: by credential (`key:`/`sub:`, never one for the other), else
+                // by peer.
+                let caller = share.per_caller.then(|| {
+                    client
+                        .identity()
+                        .unwrap_or_else(|| format!("peer:{}", client.as_str()))
+                });
+                let key = call_key(tool, &arguments, &scope, caller.as_deref());
+                match self.shared(plan, share, key, timeout).await {
+                    Ok(answer) => {
+                        self.call_ended(tool, provider, started, None, &answer);
+                        return answer;
+                    }
+                    Err(leader) => Some((leader, share.ttl, key)),
+                }
+            }
+            None => None,
+        };
+        let Value::Object(arguments) = arguments else {
+            unreachable!("built from an object above")
+        };
+        let cx = CallContext {
+            request_id: request_id.to_owned(),
+            trace: trace.clone(),
+            timeout,
+            progress,
+            caller,
+            // The caller's validated OAuth token, for an upstream's RFC 8693 exchange only.
+            subject_token,
+        };
+        let result = self.run_upstream(tool, entry, plan, arguments, cx).await;
+        let result = match sharing {
+            Some((leader, ttl, key)) => {
+                if let (Ok(done), Some(ttl), Some(cluster)) = (&result, ttl, &self.cluster)
+                    && !ttl.is_zero()
+                    && let Some(text) = to_shared_text(done)
+                {
+                    cluster.share_result(&hex(&key), text, ttl);
+                }
+                leader.finish(&result, ttl);
+                result.map(|r| r.shared(CacheStatus::Miss))
+            }
+            None => result,
+        };
+        let ran = Some(started.elapsed());
+        self.call_ended(tool, provider, started, ran, &result);
+        result
+    }
+
+    /// A kept result of the call, or the answer of an identical call in flight (within the
+    /// call's timeout), or, when there is neither, the lead: this call runs for the others.
+    async fn shared(
+        &self,
+        plan: &CallPlan,
+        share: &Sharing,
+        key: CallKey,
+        timeout: Duration,
+    ) -> Result<Result<CallResult, CallFailure>, Leader> {
+        let cache = &plan.resilience.cache;
+        loop {
+            match cache.find(key, share.coalesce) {
+                Found::Kept(result) => return Ok(Ok(result.shared(CacheStatus::Hit))),
+                Found::InFlight(flight) => {
+                    match tokio::time::timeout(timeout, cache.wait(flight)).await {
+                        Ok(Some(answer)) => {
+                            return Ok(answer.map(|r| r.shared(CacheStatus::Coalesced)));
+                        }
+                        // The call it waited for went away unfinished: run it (or wait for
+                        // the next one that does).
+                        Ok(None) => continue,
+                        Err(_) => {
+                            return Ok(Err(CallFailure::new(
+                                ErrorCode::Timeout,
+                                format!(
+                                    "The identical call this one waited for did not answer within {} ms",
+                                    timeout.as_millis()
+                                ),
+                            )));
+                        }
+                    }
+                }
+                Found::Lead(leader) => {
+                    // Another replica may have kept it (`cluster`).
+                    if share.ttl.is_some_and(|ttl| !ttl.is_zero())
+                        && let Some(cluster) = &self.cluster
+                        && let Some(result) = cluster
+                            .shared_result(&hex(&key))
+                            .await
+                            .and_then(|text| from_shared_text(&text))
+                    {
+                        cache.counted_remote_hit();
+                        leader.finish(&Ok(result.clone()), share.ttl);
+                        return Ok(Ok(result.shared(CacheStatus::Hit)));
+                    }
+                    return Err(leader);
+                }
+            }
+        }
+    }
+
+    /// The call on its provider: the breaker's leave, admission, then its attempts (retried,
+    /// hedged) within its timeout, and its answer read.
+    async fn run_upstream(
+        &self,
+        tool: &str,
+        entry: &RegisteredTool,
+        plan: Option<&CallPlan>,
+        arguments: JsonObject,
+        cx: CallContext,
+    ) -> Result<CallResult, CallFailure> {
+        let settings = self.settings();
+        let request_id = cx.request_id.as_str();
+        let timeout = cx.timeout;
+        let provider = entry.provider.name();
+        let pass = match plan.map(|p| p.resilience.breaker.admit()) {
+            Some(Err(refused)) => return Err(circuit_open(tool, provider, refused)),
+            Some(Ok(pass)) => Some(pass),
+            None => None,
+        };
         let bounds = QueueBounds {
             depth: settings.config.limits.queue_depth,
             timeout: settings.config.limits.queue_timeout,
@@ -166,32 +302,52 @@ impl Service {
                 self.metrics.admission_rejected(refusal.scope().as_str());
                 refused(tool, &refusal)
             })?;
-        let cx = CallContext {
-            request_id: request_id.to_owned(),
-            trace: trace.clone(),
-            timeout,
-            progress,
-            caller,
-            // The caller's validated OAuth token, for an upstream's RFC 8693 exchange only.
-            subject_token,
-        };
         let _active = ActiveCall::start(&self.active_calls);
         flow(request_id, tool, "executing", Some(provider));
-        let started = Instant::now();
+        let deadline = Instant::now() + timeout;
+        let upstream = entry.upstream.as_str();
+        let run = async {
+            match (plan, pass) {
+                (Some(plan), Some(pass)) if plan.policy.more_than_once() => {
+                    let hedge_after = plan.policy.hedge.and_then(|after| {
+                        after.or_else(|| {
+                            let p95 = self.stats.tool(tool).and_then(|s| s.p95_ms)?;
+                            Some(
+                                Duration::from_secs_f64(p95 / 1000.0).max(Duration::from_millis(1)),
+                            )
+                        })
+                    });
+                    let attempt = |left: Duration| {
+                        let mut cx = cx.clone();
+                        cx.timeout = left;
+                        let arguments = arguments.clone();
+                        async move { entry.provider.call(upstream, arguments, &cx).await }.boxed()
+                    };
+                    plan.resilience
+                        .attempts(&plan.policy, deadline, pass, hedge_after, &attempt)
+                        .await
+                }
+                (Some(plan), Some(pass)) => {
+                    plan.resilience.budget.called();
+                    let outcome = entry.provider.call(upstream, arguments, &cx).await;
+                    pass.record(verdict(&outcome).0);
+                    outcome
+                }
+                _ => entry.provider.call(upstream, arguments, &cx).await,
+            }
+        };
         // The provider enforces the timeout itself (cancelling upstream); this outer bound
         // only guards against a provider that does not.
-        let outcome = tokio::time::timeout(
-            timeout + Duration::from_secs(1),
-            entry.provider.call(&entry.upstream, arguments, &cx),
-        )
-        .await;
-        let ran = started.elapsed();
+        let outcome = tokio::time::timeout(timeout + Duration::from_secs(1), run).await;
         let typed = entry.schema.output_schema.is_some();
-        let result = match outcome {
+        match outcome {
             Ok(Ok(output)) => match output.reported_error(tool) {
                 Some(error) => Err(reported(error, output)),
-                None => checked_output(tool, entry, &output, typed)
-                    .map(|()| CallResult { output, typed }),
+                None => checked_output(tool, entry, &output, typed).map(|()| CallResult {
+                    output,
+                    typed,
+                    cache: None,
+                }),
             },
             Ok(Err(e)) => Err(CallFailure::new(e.code(), e.to_string())),
             Err(_) => Err(CallFailure::new(
@@ -201,12 +357,22 @@ impl Service {
                     timeout.as_millis()
                 ),
             )),
-        };
-        self.after_call(tool, started, &result);
+        }
+    }
+
+    /// The statistics, metrics and cluster counts of a call that ended (`ran`: how long its
+    /// provider took, when it reached one).
+    fn call_ended(
+        &self,
+        tool: &str,
+        provider: &str,
+        started: Instant,
+        ran: Option<Duration>,
+        result: &Result<CallResult, CallFailure>,
+    ) {
+        self.after_call(tool, started, result);
         let failure = result.as_ref().err().map(|f| f.code);
-        self.metrics
-            .call_finished(tool, provider, Some(ran), failure);
-        result
+        self.metrics.call_finished(tool, provider, ran, failure);
     }
 
     /// What is judged before a call is admitted: the API key's scope (before the tool is looked
@@ -275,6 +441,21 @@ fn flow(request_id: &str, tool: &str, state: &'static str, provider: Option<&str
     tracing::debug!(target: "invocation", request_id, tool, provider, state, "invocation {state}");
 }
 
+/// A call refused by its provider's open circuit: 503 at once, with when probes begin.
+fn circuit_open(tool: &str, provider: &str, refused: Refused) -> CallFailure {
+    let seconds = refused.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+    CallFailure::new(
+        ErrorCode::ServiceUnavailable,
+        format!("Tool '{tool}' was not called: the circuit of provider '{provider}' is open after repeated upstream failures; retry after {seconds} s"),
+    )
+    .retry_after(seconds)
+}
+
+/// A call's key as text (the Redis key of a shared result).
+fn hex(key: &CallKey) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A call not admitted: 503 with `Retry-After`, saying where it waited.
 fn refused(tool: &str, refusal: &Refusal) -> CallFailure {
     tracing::warn!(
@@ -335,7 +516,7 @@ fn checked_output(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     use axum::routing::get;
     use serde_json::json;
@@ -516,6 +697,334 @@ providers:
             call(&warn, "misshapen", &Client::unknown()).await.unwrap(),
             json!({"answer": 42})
         );
+    }
+
+    /// A real HTTP upstream on loopback that fails on command: `/fail` answers the status in
+    /// `status` (200: `{"n": calls}`), `/slow` answers after `release` is notified; every
+    /// call is counted in `calls`.
+    struct Faulty {
+        port: u16,
+        status: Arc<std::sync::atomic::AtomicU16>,
+        calls: Arc<AtomicU64>,
+        release: Arc<Notify>,
+    }
+
+    async fn faulty() -> Faulty {
+        use std::sync::atomic::AtomicU16;
+        let status = Arc::new(AtomicU16::new(200));
+        let calls = Arc::new(AtomicU64::new(0));
+        let release = Arc::new(Notify::new());
+        let (s, c, r) = (status.clone(), calls.clone(), release.clone());
+        let c2 = calls.clone();
+        let routes = axum::Router::new()
+            .route("/health", get(|| async { "ok" }))
+            .route(
+                "/fail",
+                axum::routing::any(move || {
+                    let (s, c) = (s.clone(), c.clone());
+                    async move {
+                        let n = c.fetch_add(1, Ordering::AcqRel) + 1;
+                        let status = s.load(Ordering::Acquire);
+                        let code = axum::http::StatusCode::from_u16(status).unwrap();
+                        (code, axum::Json(json!({"n": n})))
+                    }
+                }),
+            )
+            .route(
+                "/slow",
+                get(move || {
+                    let (r, c) = (r.clone(), c2.clone());
+                    async move {
+                        c.fetch_add(1, Ordering::AcqRel);
+                        r.notified().await;
+                        axum::Json(json!({"slow": true}))
+                    }
+                }),
+            );
+        let (r3, c3) = (release.clone(), calls.clone());
+        let routes = routes.route(
+            "/first-slow",
+            get(move || {
+                let (r, c) = (r3.clone(), c3.clone());
+                async move {
+                    if c.fetch_add(1, Ordering::AcqRel) == 0 {
+                        r.notified().await;
+                    }
+                    axum::Json(json!({"first": false}))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, routes).await });
+        Faulty {
+            port,
+            status,
+            calls,
+            release,
+        }
+    }
+
+    /// A service in front of [`faulty`] whose provider has `resilience` as given (YAML flow).
+    /// Its GET tools are read-only (the http provider annotates them so); `write` is a POST.
+    async fn resilient(port: u16, resilience: &str) -> Arc<Service> {
+        let service = super::super::unit_service(&format!(
+            "dependencies:
+  up: {{ kind: http, base_url: \"http://127.0.0.1:{port}\", health_path: /health }}
+providers:
+  - name: api
+    kind: http
+    dependency: up
+    resilience: {resilience}
+    tools:
+      - {{ name: read, description: reads, input_schema: {{ type: object }}, path: /fail }}
+      - {{ name: write, description: writes, input_schema: {{ type: object }}, path: /fail, method: POST }}
+      - {{ name: slow, description: reads slowly, input_schema: {{ type: object }}, path: /slow }}
+      - {{ name: hedged, description: slow the first time, input_schema: {{ type: object }}, path: /first-slow }}
+"
+        ));
+        service.start().await.unwrap();
+        service
+    }
+
+    /// The breaker: a provider whose upstream keeps answering 503 is refused at once once the
+    /// failure rate is reached, with when to retry and the provider named; /health shows the
+    /// circuit open and its tools unavailable; a success after the interval closes it.
+    #[tokio::test]
+    async fn an_open_circuit_refuses_calls_at_once_and_probes_close_it() {
+        let up = faulty().await;
+        let service = resilient(
+            up.port,
+            "{ retry: { enabled: false }, breaker: { min_calls: 4, open_ms: 300, probes: 1 } }",
+        )
+        .await;
+        up.status.store(503, Ordering::Release);
+        for _ in 0..4 {
+            let failed = call(&service, "write", &Client::unknown())
+                .await
+                .unwrap_err();
+            assert_eq!(failed.code, ErrorCode::ExecutionError, "{}", failed.message);
+        }
+        let refused = call(&service, "write", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ServiceUnavailable);
+        assert!(
+            refused
+                .message
+                .contains("circuit of provider 'api' is open"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(refused.retry_after, Some(1));
+        assert_eq!(
+            up.calls.load(Ordering::Acquire),
+            4,
+            "a refused call reached the upstream"
+        );
+        let health = service.health();
+        let report = health.providers["api"].resilience.clone().unwrap();
+        assert_eq!(report.circuit, contract::CircuitState::Open);
+        assert_eq!(report.circuit_opened, 1);
+        assert_eq!(
+            health.tools["write"].status,
+            contract::ToolStatus::Unavailable
+        );
+        assert!(
+            service
+                .metrics_text()
+                .contains("circuit_state{provider=\"api\",service=\"unit\",state=\"open\"} 1")
+        );
+        up.status.store(200, Ordering::Release);
+        let closed = testkit::until(Duration::from_secs(10), || {
+            let service = service.clone();
+            async move { call(&service, "write", &Client::unknown()).await.ok() }
+        })
+        .await;
+        assert!(closed.is_some(), "the probe never went through");
+        let report = service.health().providers["api"]
+            .resilience
+            .clone()
+            .unwrap();
+        assert_eq!(report.circuit, contract::CircuitState::Closed);
+    }
+
+    /// Retries: a read-only tool's 503s are retried until it answers; a write's are not, and
+    /// a 500 (not transient) is not retried either.
+    #[tokio::test]
+    async fn read_only_tools_are_retried_after_a_transient_failure_and_writes_are_not() {
+        let up = faulty().await;
+        let service = resilient(
+            up.port,
+            "{ read_only: [read], breaker: { enabled: false }, retry: { attempts: 3, backoff_ms: 1, max_backoff_ms: 2, min_per_second: 100 } }",
+        )
+        .await;
+        up.status.store(503, Ordering::Release);
+        let failed = call(&service, "read", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(failed.code, ErrorCode::ExecutionError);
+        assert_eq!(up.calls.load(Ordering::Acquire), 3, "3 attempts in all");
+        call(&service, "write", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(up.calls.load(Ordering::Acquire), 4, "a write is sent once");
+        up.status.store(500, Ordering::Release);
+        call(&service, "read", &Client::unknown())
+            .await
+            .unwrap_err();
+        assert_eq!(up.calls.load(Ordering::Acquire), 5, "a 500 is not retried");
+        let report = service.health().providers["api"]
+            .resilience
+            .clone()
+            .unwrap();
+        assert_eq!(report.retries, 2);
+    }
+
+    /// The budget: with none left, a failure is answered as it is.
+    #[tokio::test]
+    async fn retries_stop_when_the_budget_is_spent() {
+        let up = faulty().await;
+        let service = resilient(
+            up.port,
+            "{ read_only: [read], breaker: { enabled: false }, retry: { attempts: 3, backoff_ms: 1, max_backoff_ms: 2, budget_percent: 10, min_per_second: 0 } }",
+        )
+        .await;
+        up.status.store(502, Ordering::Release);
+        for _ in 0..20 {
+            call(&service, "read", &Client::unknown())
+                .await
+                .unwrap_err();
+        }
+        let sent = up.calls.load(Ordering::Acquire);
+        // 20 calls, 10 % of them retried at most: 2 retries.
+        assert_eq!(sent, 22, "{sent} upstream calls for 20 callers");
+        let report = service.health().providers["api"]
+            .resilience
+            .clone()
+            .unwrap();
+        assert_eq!(report.retries, 2);
+        assert!(report.retry_budget_exhausted >= 18);
+    }
+
+    /// Coalescing: identical read-only calls in flight at once reach the upstream once, and
+    /// each caller gets the answer; `meta.cache` says which ran and which shared.
+    #[tokio::test]
+    async fn identical_read_only_calls_in_flight_share_one_upstream_call() {
+        let up = faulty().await;
+        let service = resilient(up.port, "{ read_only: [slow] }").await;
+        let calls: Vec<_> = (0..20)
+            .map(|_| {
+                let service = service.clone();
+                tokio::spawn(async move {
+                    service
+                        .call_tool(CallRequest {
+                            tool: "slow",
+                            arguments: JsonObject::new(),
+                            request_id: "r",
+                            client: &Client::unknown(),
+                            trace: &TraceContext::detached(),
+                            progress: None,
+                            caller: None,
+                        })
+                        .await
+                })
+            })
+            .collect();
+        let reached = testkit::until(Duration::from_secs(10), || {
+            let n = up.calls.load(Ordering::Acquire);
+            let waiting = service
+                .resilience
+                .get("api")
+                .map_or(0, |r| r.cache.waiting());
+            async move { (n == 1 && waiting == 19).then_some(()) }
+        })
+        .await;
+        assert!(
+            reached.is_some(),
+            "the calls did not all wait on one upstream call"
+        );
+        up.release.notify_waiters();
+        let mut statuses = Vec::new();
+        for c in calls {
+            let result = c.await.unwrap().unwrap();
+            statuses.push(result.cache.unwrap());
+        }
+        assert_eq!(up.calls.load(Ordering::Acquire), 1);
+        assert_eq!(
+            statuses.iter().filter(|s| **s == CacheStatus::Miss).count(),
+            1
+        );
+        assert_eq!(
+            statuses
+                .iter()
+                .filter(|s| **s == CacheStatus::Coalesced)
+                .count(),
+            19
+        );
+    }
+
+    /// The cache: a rule keeps a read-only tool's success for its ttl; a tool not read-only
+    /// is never kept, whatever the rule.
+    #[tokio::test]
+    async fn a_cache_rule_keeps_read_only_results_and_never_a_write_s() {
+        let up = faulty().await;
+        let service = resilient(
+            up.port,
+            "{ read_only: [read], cache: { tools: [ { tool: '*', ttl_ms: 60000 } ] } }",
+        )
+        .await;
+        let first = call(&service, "read", &Client::unknown()).await.unwrap();
+        let again = call(&service, "read", &Client::unknown()).await.unwrap();
+        assert_eq!(first, again);
+        assert_eq!(up.calls.load(Ordering::Acquire), 1);
+        call(&service, "write", &Client::unknown()).await.unwrap();
+        call(&service, "write", &Client::unknown()).await.unwrap();
+        assert_eq!(up.calls.load(Ordering::Acquire), 3);
+        let report = service.health().providers["api"]
+            .resilience
+            .clone()
+            .unwrap();
+        assert_eq!(
+            (report.cache_hits, report.cache_misses, report.cache_entries),
+            (1, 1, 1)
+        );
+    }
+
+    /// Hedging: a read-only call still unanswered after `after_ms` is sent again; the second
+    /// answer wins and the first is cancelled. Off by default: the same call then waits.
+    #[tokio::test]
+    async fn a_slow_read_only_call_is_hedged_when_asked_and_waits_when_not() {
+        let up = faulty().await;
+        let service = resilient(up.port, "{ hedge: { enabled: true, after_ms: 30 } }").await;
+        let answer = call(&service, "hedged", &Client::unknown()).await.unwrap();
+        assert_eq!(answer, json!({"first": false}));
+        assert_eq!(up.calls.load(Ordering::Acquire), 2);
+        let report = service.health().providers["api"]
+            .resilience
+            .clone()
+            .unwrap();
+        assert_eq!(report.hedges, 1);
+
+        let up = faulty().await;
+        let service = resilient(up.port, "{}").await;
+        let waiting = tokio::spawn({
+            let service = service.clone();
+            async move { call(&service, "hedged", &Client::unknown()).await }
+        });
+        let sent = testkit::until(Duration::from_secs(10), || {
+            let n = up.calls.load(Ordering::Acquire);
+            async move { (n == 1).then_some(()) }
+        })
+        .await;
+        assert!(sent.is_some());
+        assert!(
+            !waiting.is_finished(),
+            "an unhedged call answered without its upstream"
+        );
+        up.release.notify_waiters();
+        assert_eq!(waiting.await.unwrap().unwrap(), json!({"first": false}));
+        assert_eq!(up.calls.load(Ordering::Acquire), 1);
     }
 
     /// Each call's way through is logged at debug level under the `invocation` target, with

@@ -22,6 +22,7 @@ use tokio::sync::{Notify, watch};
 
 use super::Service;
 use super::lifecycle::Phase;
+use super::resilience::BreakerState;
 use crate::provider::Provider;
 use crate::sync::Unpoisoned;
 
@@ -100,6 +101,16 @@ impl Service {
                     .then(|| dependencies.get(entry.provider.dependency_name()))
                     .flatten()
                     .map(|d| d.status);
+                // An open circuit refuses the tool's calls, whatever the last check said.
+                let circuit_open = toolset
+                    .plans
+                    .get(&tool.name)
+                    .is_some_and(|p| p.resilience.breaker.report().state == BreakerState::Open);
+                let dependency = if circuit_open {
+                    Some(DependencyState::Unavailable)
+                } else {
+                    dependency
+                };
                 let numbers = stats.get(&tool.name).cloned().unwrap_or_default();
                 Some((tool.name.clone(), numbers.to_health(dependency)))
             })
@@ -180,6 +191,9 @@ impl Service {
                 if let Some(connection) = own.state {
                     report = report.with_connection(connection);
                 }
+                report.resilience = provider
+                    .and_then(|_| self.resilience.get(&name))
+                    .map(|r| r.report());
                 (name, report)
             })
             .collect();

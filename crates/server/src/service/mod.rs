@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod rate_limit;
 mod registry;
+pub mod resilience;
 pub mod settings;
 pub mod stats;
 mod subscriptions;
@@ -44,10 +45,11 @@ use self::metrics::ServiceMetrics;
 use self::rate_limit::RateLimiter;
 pub use self::registry::Conflict;
 use self::registry::ToolRegistry;
+use self::resilience::Resilience;
 pub use self::settings::Settings;
 use self::stats::ToolStats;
 pub use self::tasks::{TaskBook, TaskRequest};
-use self::toolset::ToolSet;
+use self::toolset::{CallControls, ToolSet};
 use crate::config::{IDENTIFIER_RULE, ServiceConfig, diff, is_identifier};
 use crate::dependency;
 use crate::provider::{self, ClientSessions, Offers, Provider, ProviderHooks};
@@ -95,6 +97,8 @@ pub struct Service {
     pub cluster: Option<Arc<Cluster>>,
     /// Which calls run now, which wait, which are refused.
     pub admission: Admission,
+    /// Each provider's breaker, retry budget and result cache, kept across reloads.
+    pub resilience: Resilience,
     /// The service's Prometheus series (GET /metrics).
     pub metrics: Arc<ServiceMetrics>,
     started: Instant,
@@ -164,6 +168,7 @@ impl Service {
         });
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
+        let resilience = Resilience::default();
         let toolset = ToolSet::new(
             &name,
             &version,
@@ -171,7 +176,10 @@ impl Service {
             built,
             ToolRegistry::default(),
             Arc::default(),
-            &admission,
+            CallControls {
+                admission: &admission,
+                resilience: &resilience,
+            },
         );
         Ok(Arc::new(Service {
             rate_limiter: match &cluster {
@@ -180,6 +188,7 @@ impl Service {
             },
             cluster,
             admission,
+            resilience,
             metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
@@ -325,7 +334,10 @@ impl Service {
             providers,
             registry,
             prompts,
-            &self.admission,
+            CallControls {
+                admission: &self.admission,
+                resilience: &self.resilience,
+            },
         );
         let listed = |name: &str| toolset.registry.get(name).is_some();
         self.stats.retain(listed);

@@ -18,7 +18,11 @@ use serde_json::json;
 use super::admission::{Admission, CallGates, Scope};
 use super::client::ToolScope;
 use super::registry::ToolRegistry;
-use crate::config::{ProviderConfig, ResolvedToolLimits, ServiceConfig};
+use super::resilience::{ProviderResilience, Resilience, ToolPolicy};
+use crate::config::{
+    DependencyConfig, ProviderConfig, Resilience as ResilienceSection, ResolvedToolLimits,
+    ServiceConfig, UpstreamAuth, wildcard_match,
+};
 use crate::provider::Provider;
 use crate::sync::Unpoisoned;
 
@@ -75,11 +79,21 @@ impl OwnedPublication {
     }
 }
 
+/// The service's parts a tool's call plan takes its gates and containment from.
+#[derive(Clone, Copy)]
+pub struct CallControls<'a> {
+    pub admission: &'a Admission,
+    pub resilience: &'a Resilience,
+}
+
 /// How a call of one tool is admitted and bounded.
 #[derive(Clone)]
 pub struct CallPlan {
     pub limits: ResolvedToolLimits,
     pub gates: CallGates,
+    /// Its provider's breaker, budget and cache, and what they do for this tool.
+    pub resilience: Arc<ProviderResilience>,
+    pub policy: ToolPolicy,
 }
 
 impl ToolSet {
@@ -92,7 +106,7 @@ impl ToolSet {
         providers: Vec<Arc<dyn Provider>>,
         registry: ToolRegistry,
         prompts: Arc<Vec<PromptInfo>>,
-        admission: &Admission,
+        controls: CallControls<'_>,
     ) -> ToolSet {
         let limits = Limits {
             max_body_bytes: config.limits.max_body_bytes as u64,
@@ -126,7 +140,7 @@ impl ToolSet {
             openapi: publication.document(registry.tools()),
             tools_data: tools_data(name, version, registry.tools()),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
-            plans: plans(name, config, &registry, admission),
+            plans: plans(name, config, &registry, controls),
             publication,
             scoped: Mutex::default(),
             providers,
@@ -169,12 +183,18 @@ fn plans(
     service: &str,
     config: &ServiceConfig,
     registry: &ToolRegistry,
-    admission: &Admission,
+    CallControls {
+        admission,
+        resilience,
+    }: CallControls<'_>,
 ) -> HashMap<String, CallPlan> {
     let mut plans = HashMap::new();
+    resilience.retain(|name| config.provider_entries().any(|e| e.name().as_str() == name));
     for entry in config.provider_entries() {
         let limits = entry.limits();
         let provider = entry.name().as_str();
+        let contained = resilience.of(service, provider, entry.resilience());
+        let per_caller = calls_with_callers_credentials(config, entry);
         let cypher = matches!(entry, ProviderConfig::Cypher(_));
         let provider_gate = admission.gate(Scope::Provider, provider, limits.max_concurrent);
         // (served name, upstream name) of this provider's tools.
@@ -197,8 +217,13 @@ fn plans(
                 tracing::warn!(service, provider, rule = %rule.tool, "limits.tools rule matches none of the provider's tools (or only tools an earlier rule took)");
             }
         }
+        warn_unmatched(service, provider, entry.resilience(), &tools);
         for (tool, upstream) in tools {
             let resolved = limits.resolve(upstream, cypher, config.limits.call_timeout);
+            let annotations = registry
+                .get(tool)
+                .and_then(|t| t.schema.annotations.as_ref());
+            let policy = contained.policy(upstream, annotations, per_caller);
             let gates = CallGates {
                 tool: admission.gate(Scope::Tool, tool, resolved.tool_max_concurrent),
                 provider: provider_gate.clone(),
@@ -208,11 +233,70 @@ fn plans(
                 CallPlan {
                     limits: resolved,
                     gates,
+                    resilience: contained.clone(),
+                    policy,
                 },
             );
         }
     }
     plans
+}
+
+/// Logs each `resilience` glob (read_only, idempotent, a cache rule) that matches none of the
+/// provider's tools: a typo would otherwise protect or share nothing.
+fn warn_unmatched(
+    service: &str,
+    provider: &str,
+    section: &ResilienceSection,
+    tools: &[(&str, &str)],
+) {
+    if tools.is_empty() {
+        return;
+    }
+    let globs = section
+        .read_only
+        .iter()
+        .map(|g| ("read_only", g.0.as_str()))
+        .chain(
+            section
+                .idempotent
+                .iter()
+                .map(|g| ("idempotent", g.0.as_str())),
+        )
+        .chain(
+            section
+                .cache
+                .tools
+                .iter()
+                .map(|r| ("cache.tools", r.tool.as_str())),
+        );
+    for (key, glob) in globs {
+        if !tools
+            .iter()
+            .any(|(_, upstream)| wildcard_match(glob, upstream))
+        {
+            tracing::warn!(
+                service,
+                provider,
+                glob,
+                "resilience.{key} matches none of the provider's tools"
+            );
+        }
+    }
+}
+
+/// Whether `entry` calls its upstream with each caller's own credentials (an http provider
+/// whose dependency exchanges the caller's token): its results are the caller's own.
+fn calls_with_callers_credentials(config: &ServiceConfig, entry: &ProviderConfig) -> bool {
+    let ProviderConfig::Http(http) = entry else {
+        return false;
+    };
+    config.dependencies.get(&http.dependency).is_some_and(|d| {
+        matches!(
+            &d.value,
+            DependencyConfig::Http(api) if matches!(api.auth, Some(UpstreamAuth::TokenExchange { .. }))
+        )
+    })
 }
 
 /// GET /tools's `data` as JSON text: the service, its version and its tools.

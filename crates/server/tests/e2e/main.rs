@@ -40,6 +40,7 @@ mod output_schemas;
 mod qualified_names;
 mod replicas;
 mod request_ids;
+mod resilience;
 mod resources_prompts;
 mod search_provider;
 mod security;

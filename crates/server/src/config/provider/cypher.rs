@@ -29,6 +29,7 @@ impl EntryKeys for CypherProviderConfig {
         "setup_hint",
         "validate_output",
         "limits",
+        "resilience",
         "tool_prefix",
         "expose",
         "when",

@@ -57,6 +57,7 @@ impl EntryKeys for GrpcProviderConfig {
         "setup_hint",
         "validate_output",
         "limits",
+        "resilience",
         "tool_prefix",
         "expose",
         "when",

@@ -49,6 +49,7 @@ impl EntryKeys for HttpProviderConfig {
         "setup_hint",
         "validate_output",
         "limits",
+        "resilience",
         "tool_prefix",
         "expose",
         "when",

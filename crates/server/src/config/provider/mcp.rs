@@ -65,6 +65,7 @@ impl EntryKeys for McpProviderConfig {
         "protocol",
         "validate_output",
         "limits",
+        "resilience",
         "tool_prefix",
         "expose",
         "when",

@@ -28,6 +28,7 @@ pub use self::mcp::{
 pub use self::search::{RootKind, SearchError, SearchProviderConfig, SearchRoot};
 use super::limits::ProviderLimits;
 use super::naming::{Expose, IDENTIFIER_RULE, NamingError, check_tool_prefix, is_identifier};
+use super::resilience::{Resilience, ResilienceError};
 use super::types::{OutputValidation, ProviderName, optional_text};
 use super::when::{When, WhenError};
 
@@ -66,6 +67,10 @@ pub struct ProviderCommon {
     /// How many calls this provider and its tools take at once, and for how long.
     #[serde(default)]
     pub limits: ProviderLimits,
+    /// How failures of its upstream are contained and read-only results shared
+    /// (`config/resilience.rs`).
+    #[serde(default, skip_serializing_if = "Resilience::is_default")]
+    pub resilience: Resilience,
     /// Prepended to the served name of each of its tools.
     #[serde(default, deserialize_with = "optional_text")]
     pub tool_prefix: Option<String>,
@@ -85,6 +90,7 @@ impl ProviderCommon {
             setup_hint: None,
             validate_output: OutputValidation::default(),
             limits: ProviderLimits::default(),
+            resilience: Resilience::default(),
             tool_prefix: None,
             expose: Expose::default(),
             when: None,
@@ -101,6 +107,7 @@ impl ProviderCommon {
             when.check()?;
         }
         self.expose.check()?;
+        self.resilience.check()?;
         Ok(())
     }
 }
@@ -120,6 +127,8 @@ pub enum ProviderError {
     Grpc(#[from] GrpcAddressError),
     #[error(transparent)]
     Search(#[from] SearchError),
+    #[error(transparent)]
+    Resilience(#[from] ResilienceError),
 }
 
 impl ProviderConfig {
@@ -191,6 +200,10 @@ impl ProviderConfig {
         &self.common().limits
     }
 
+    pub fn resilience(&self) -> &Resilience {
+        &self.common().resilience
+    }
+
     /// Which of this provider's tools are served, under which names and descriptions.
     pub fn expose(&self) -> &Expose {
         &self.common().expose
@@ -218,6 +231,11 @@ impl ProviderConfig {
         let mut entry = self.clone();
         let common = entry.common_mut();
         common.limits = ProviderLimits::default();
+        // Outlier ejection is the pool's own, so it stays: a change of it rebuilds the pool.
+        common.resilience = Resilience {
+            outlier: common.resilience.outlier.clone(),
+            ..Resilience::default()
+        };
         common.expose = Expose::default();
         common.tool_prefix = None;
         entry
@@ -289,7 +307,7 @@ mod tests {
         keys.filter(|k| *k != "kind").cloned().collect()
     }
 
-    const COMMON: &str = "setup_hint: h, validate_output: warn, limits: { max_concurrent: 1 }, tool_prefix: p_, expose: { include: [a] }, when: { env_set: HOME }";
+    const COMMON: &str = "setup_hint: h, validate_output: warn, limits: { max_concurrent: 1 }, resilience: { read_only: [r] }, tool_prefix: p_, expose: { include: [a] }, when: { env_set: HOME }";
 
     /// `KEYS` (what the message about another key lists, and what `entry.rs` lets through) is
     /// exactly what each kind reads and writes: an entry with every field set comes back with
@@ -385,17 +403,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("unknown field `url`, expected one of name, dependency, tools, setup_hint, validate_output, limits, tool_prefix, expose, when"),
+            e.contains("unknown field `url`, expected one of name, dependency, tools, setup_hint, validate_output, limits, resilience, tool_prefix, expose, when"),
             "{e}"
         );
         let e = read("{ kind: grpc, name: g, adress: 'h:1', deadline_ms: x }")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `adress`, expected one of name, address, tls, deadline_ms, heartbeat_interval_ms, max_retries, retry_backoff_ms, metadata, setup_hint, validate_output, limits, tool_prefix, expose, when"), "{e}");
+        assert!(e.contains("unknown field `adress`, expected one of name, address, tls, deadline_ms, heartbeat_interval_ms, max_retries, retry_backoff_ms, metadata, setup_hint, validate_output, limits, resilience, tool_prefix, expose, when"), "{e}");
         let e = read("{ kind: mcp, name: m, comand: x }")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, auth, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, protocol, validate_output, limits, tool_prefix, expose, when"), "{e}");
+        assert!(e.contains("unknown field `comand`, expected one of name, command, args, env, env_passthrough, cwd, url, headers, auth, setup_hint, instances, max_instances, scale_up_at, scale_down_after_ms, session_per_client, protocol, validate_output, limits, resilience, tool_prefix, expose, when"), "{e}");
         let e = read("{ kind: grpc, name: g, address: 'h:1', 7: x }")
             .unwrap_err()
             .to_string();

@@ -43,6 +43,7 @@ impl EntryKeys for SearchProviderConfig {
         "setup_hint",
         "validate_output",
         "limits",
+        "resilience",
         "tool_prefix",
         "expose",
         "when",

@@ -291,6 +291,15 @@ impl HttpProvider {
                 credentials::refusal(&self.api.name, 401, challenge.as_deref()).to_string(),
             ));
         }
+        if status.is_server_error() {
+            return Err(ToolError::Upstream {
+                message: format!(
+                    "Upstream answered {status} to tool '{name}': {}",
+                    excerpt(&text)
+                ),
+                transient: matches!(status.as_u16(), 502..=504),
+            });
+        }
         if status.as_u16() >= 400 {
             return Err(ToolError::Execution(format!(
                 "Upstream answered {status} to tool '{name}': {}",

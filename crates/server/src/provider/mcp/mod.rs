@@ -13,6 +13,7 @@
 mod call;
 mod catalog;
 mod client;
+mod outlier;
 mod pool;
 mod rounds;
 mod sessions;
@@ -35,6 +36,7 @@ use rmcp::{Peer, RoleClient};
 use tokio::sync::{Notify, watch};
 
 use self::client::{CallerRoutes, ProgressRoutes};
+use self::outlier::{Ended, OutlierRecord};
 use self::pool::{InFlight, Instance, Pool};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
@@ -101,6 +103,8 @@ pub(super) struct Inner {
     /// Stops the supervisor and everything it spawned.
     pub(super) shutdown: Shutdown,
     pub(super) first_attempt_done: watch::Sender<bool>,
+    /// Its calls' failures and latency, for outlier ejection in a pool.
+    outlier: OutlierRecord,
 }
 
 impl McpProvider {
@@ -161,10 +165,17 @@ impl McpProvider {
                 session_links: SessionLinks::default(),
                 shutdown: children.child(),
                 first_attempt_done: watch::channel(false).0,
+                outlier: OutlierRecord::default(),
             })
         });
         Ok(McpProvider {
-            pool: Arc::new(Pool::new(instances, growth, make, shutdown)),
+            pool: Arc::new(Pool::new(
+                instances,
+                growth,
+                config.common.resilience.outlier.clone(),
+                make,
+                shutdown,
+            )),
         })
     }
 
@@ -205,11 +216,26 @@ impl Provider for McpProvider {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
             let child = self.pool.for_caller(cx.caller.as_ref());
-            if !cx.caller.as_ref().is_some_and(Caller::is_session) {
+            let of_session = cx.caller.as_ref().is_some_and(Caller::is_session);
+            if !of_session {
                 self.pool.grow_if_queueing();
             }
             let _counted = InFlight::enter(&child);
-            child.call(tool, args, cx).await
+            let started = std::time::Instant::now();
+            let outcome = child.call(tool, args, cx).await;
+            // A session's calls go to its pinned child whatever: only the others judge it.
+            if !of_session {
+                let took = started.elapsed();
+                let ended = match &outcome {
+                    Ok(_) => Ended::Success(took),
+                    Err(ToolError::Timeout { .. } | ToolError::Unavailable(_)) => {
+                        Ended::Failure(took)
+                    }
+                    Err(_) => Ended::Neutral,
+                };
+                self.pool.ended(&child, ended);
+            }
+            outcome
         }
         .boxed()
     }

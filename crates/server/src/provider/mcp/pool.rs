@@ -22,7 +22,8 @@ use contract::{DependencyState, InstanceReport, ToolSchema};
 use tokio::task::JoinHandle;
 
 use super::Inner;
-use crate::config::Growth;
+use super::outlier::Ended;
+use crate::config::{Growth, OutlierConfig};
 use crate::provider::clients::{Caller, ClientSession};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
@@ -53,6 +54,8 @@ pub(super) struct Pool {
     next: AtomicUsize,
     /// The disagreement last logged, so each is logged once.
     logged: Mutex<Vec<String>>,
+    /// When a child is left out of rotation (`resilience.outlier`).
+    outlier: OutlierConfig,
 }
 
 struct Grower {
@@ -66,6 +69,7 @@ impl Pool {
     pub(super) fn new(
         instances: u32,
         growth: Option<Growth>,
+        outlier: OutlierConfig,
         make: MakeChild,
         shutdown: Shutdown,
     ) -> Pool {
@@ -86,6 +90,7 @@ impl Pool {
             retired_restarts: AtomicU64::new(0),
             next: AtomicUsize::new(0),
             logged: Mutex::default(),
+            outlier,
         }
     }
 
@@ -196,10 +201,49 @@ impl Pool {
 
     fn least_loaded_of(&self, children: &[Arc<Inner>]) -> Arc<Inner> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        match least_loaded(&loads(children), start) {
+        let now = now_ms();
+        // Ejected children are left out, unless that leaves none.
+        let in_rotation: Vec<Option<usize>> = loads(children)
+            .into_iter()
+            .zip(children)
+            .map(|(load, child)| load.filter(|_| !child.outlier.ejected(now)))
+            .collect();
+        let chosen =
+            least_loaded(&in_rotation, start).or_else(|| least_loaded(&loads(children), start));
+        match chosen {
             Some(k) => children[k].clone(),
             None => self.first().clone(),
         }
+    }
+
+    /// A call of no session on `child` ended: recorded, and the child ejected when it is an
+    /// outlier and another child stays in rotation.
+    pub(super) fn ended(&self, child: &Arc<Inner>, ended: Ended) {
+        if !self.outlier.enabled || (self.base.len() == 1 && self.growth.is_none()) {
+            return;
+        }
+        let now = now_ms();
+        let children = self.children();
+        let others: Vec<&Arc<Inner>> = children
+            .iter()
+            .filter(|c| !Arc::ptr_eq(c, child))
+            .filter(|c| c.current_peer().is_some() && !c.outlier.ejected(now))
+            .collect();
+        let mut means: Vec<u64> = others.iter().filter_map(|c| c.outlier.mean()).collect();
+        means.sort_unstable();
+        let median = (!means.is_empty()).then(|| means[means.len() / 2]);
+        let Some(why) = child.outlier.record(ended, &self.outlier, median) else {
+            return;
+        };
+        if others.is_empty() || child.outlier.ejected(now) {
+            return;
+        }
+        let interval = child.outlier.eject(now, &self.outlier);
+        tracing::warn!(
+            service = %child.service, provider = %child.name, instance = child.instance.index,
+            ejected_ms = interval.as_millis() as u64,
+            "child left out of rotation: {why}; it gets calls again after the interval"
+        );
     }
 
     /// Before a call of no session goes to its child: when every live child already has
@@ -345,6 +389,8 @@ impl Pool {
                     },
                     calls_in_flight: i.in_flight.load(Ordering::Relaxed) as u64,
                     restarts: i.restarts(),
+                    ejected_for_ms: i.outlier.state(now_ms()).0,
+                    ejections: i.outlier.state(now_ms()).1,
                     error: (!connected).then_some(status.error).flatten(),
                     tools_differ: disagreement(&served, i),
                 }

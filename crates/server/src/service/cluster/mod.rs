@@ -11,6 +11,7 @@
 
 pub mod forward;
 pub mod rate;
+pub mod results;
 pub mod sessions;
 pub mod tasks;
 pub mod usage;

@@ -28,6 +28,12 @@ pub enum Write {
     },
     /// An MCP session ended: its record goes.
     Forget { id: String },
+    /// A read-only tool's result (JSON) to share with the other replicas for its time to live.
+    Result {
+        digest: String,
+        text: String,
+        ttl_ms: u64,
+    },
     /// A task's record (JSON) to store with its time to live: when it starts and when it ends.
     Task {
         id: String,
@@ -103,6 +109,18 @@ fn pipeline(cluster: &Cluster, batch: Vec<Write>) -> redis::Pipeline {
                 ttl_secs,
             } => {
                 tasks.insert(id, (record, ttl_secs));
+            }
+            Write::Result {
+                digest,
+                text,
+                ttl_ms,
+            } => {
+                pipe.cmd("SET")
+                    .arg(cluster.key("result", &digest))
+                    .arg(text)
+                    .arg("PX")
+                    .arg(ttl_ms.max(1))
+                    .ignore();
             }
         }
     }

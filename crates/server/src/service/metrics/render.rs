@@ -7,7 +7,7 @@ use prometheus::TextEncoder;
 use prometheus::proto::{self, MetricFamily, MetricType};
 
 use super::PREFIX;
-use super::scrape::{ClusterScrape, ProviderScrape, Scrape, UpstreamScrape};
+use super::scrape::{ClusterScrape, ProviderScrape, ResilienceScrape, Scrape, UpstreamScrape};
 use super::series::ServiceMetrics;
 
 impl ServiceMetrics {
@@ -51,6 +51,7 @@ impl ServiceMetrics {
                 .collect(),
         ));
         families.extend(self.provider_families(&scrape.providers));
+        families.extend(self.resilience_families(&scrape.resilience));
         if let Some(cluster) = &scrape.cluster {
             families.extend(self.cluster_families(cluster));
         }
@@ -86,6 +87,109 @@ impl ServiceMetrics {
                 "Usage counts and session records dropped because 10000 were already waiting for Redis.",
                 MetricType::COUNTER,
                 vec![(vec![], cluster.dropped_writes as f64)],
+            ),
+        ]
+    }
+
+    /// Each provider's breaker, retries, hedges, shared results and pool ejections.
+    fn resilience_families(&self, providers: &[ResilienceScrape]) -> Vec<MetricFamily> {
+        use contract::CircuitState;
+        let by = |p: &ResilienceScrape| vec![("provider", p.provider.clone())];
+        let counter = |name: &str, help: &str, value: fn(&ResilienceScrape) -> u64| {
+            self.family(
+                name,
+                help,
+                MetricType::COUNTER,
+                providers.iter().map(|p| (by(p), value(p) as f64)).collect(),
+            )
+        };
+        let states = providers
+            .iter()
+            .flat_map(|p| {
+                [
+                    (CircuitState::Closed, "closed"),
+                    (CircuitState::Open, "open"),
+                    (CircuitState::HalfOpen, "half_open"),
+                ]
+                .map(|(s, name)| {
+                    (
+                        vec![("provider", p.provider.clone()), ("state", name.to_owned())],
+                        f64::from(u8::from(p.report.circuit == s)),
+                    )
+                })
+            })
+            .collect();
+        let cache = providers
+            .iter()
+            .flat_map(|p| {
+                let r = &p.report;
+                [
+                    ("hit", r.cache_hits),
+                    ("coalesced", r.cache_coalesced),
+                    ("miss", r.cache_misses),
+                ]
+                .map(|(result, n)| {
+                    (
+                        vec![
+                            ("provider", p.provider.clone()),
+                            ("result", result.to_owned()),
+                        ],
+                        n as f64,
+                    )
+                })
+            })
+            .collect();
+        vec![
+            self.family(
+                "circuit_state",
+                "1 for the provider's circuit breaker state (closed, open, half_open), 0 for the others.",
+                MetricType::GAUGE,
+                states,
+            ),
+            counter(
+                "circuit_opened_total",
+                "Times the provider's circuit opened.",
+                |p| p.report.circuit_opened,
+            ),
+            counter(
+                "circuit_refused_total",
+                "Calls refused at once by the provider's open circuit (503 SERVICE_UNAVAILABLE).",
+                |p| p.report.circuit_refused,
+            ),
+            counter(
+                "retries_total",
+                "Retries sent after a failure that left an idempotent tool unrun.",
+                |p| p.report.retries,
+            ),
+            counter(
+                "hedges_total",
+                "Second attempts sent beside a slow read-only call.",
+                |p| p.report.hedges,
+            ),
+            counter(
+                "retry_budget_exhausted_total",
+                "Retries and hedges not sent because the provider's retry budget was spent.",
+                |p| p.report.retry_budget_exhausted,
+            ),
+            self.family(
+                "cache_results_total",
+                "Read-only calls by what answered them: a kept result (hit), an identical call in flight (coalesced), the upstream (miss).",
+                MetricType::COUNTER,
+                cache,
+            ),
+            self.family(
+                "cache_entries",
+                "Read-only results kept now.",
+                MetricType::GAUGE,
+                providers
+                    .iter()
+                    .map(|p| (by(p), p.report.cache_entries as f64))
+                    .collect(),
+            ),
+            counter(
+                "pool_ejections_total",
+                "Times a child of the provider's pool was left out of rotation as an outlier.",
+                |p| p.ejections,
             ),
         ]
     }
@@ -300,9 +404,69 @@ mod tests {
                 errors: 4,
                 dropped_writes: 1,
             }),
+            resilience: vec![ResilienceScrape {
+                provider: "api".into(),
+                report: contract::ResilienceReport {
+                    circuit: contract::CircuitState::HalfOpen,
+                    circuit_since: "2026-01-01T00:00:00.000Z".into(),
+                    retry_after_seconds: None,
+                    circuit_reason: None,
+                    circuit_opened: 2,
+                    circuit_refused: 7,
+                    retries: 5,
+                    hedges: 1,
+                    retry_budget_exhausted: 3,
+                    cache_hits: 11,
+                    cache_coalesced: 12,
+                    cache_misses: 13,
+                    cache_entries: 4,
+                    cache_bytes: 400,
+                },
+                ejections: 6,
+            }],
         };
         let text = ServiceMetrics::new("s").render(&scrape);
         for (series, value) in [
+            (
+                "mcp_http_gateway_circuit_state{provider=\"api\",service=\"s\",state=\"half_open\"}",
+                1.0,
+            ),
+            (
+                "mcp_http_gateway_circuit_state{provider=\"api\",service=\"s\",state=\"open\"}",
+                0.0,
+            ),
+            (
+                "mcp_http_gateway_circuit_opened_total{provider=\"api\",service=\"s\"}",
+                2.0,
+            ),
+            (
+                "mcp_http_gateway_circuit_refused_total{provider=\"api\",service=\"s\"}",
+                7.0,
+            ),
+            (
+                "mcp_http_gateway_retries_total{provider=\"api\",service=\"s\"}",
+                5.0,
+            ),
+            (
+                "mcp_http_gateway_hedges_total{provider=\"api\",service=\"s\"}",
+                1.0,
+            ),
+            (
+                "mcp_http_gateway_retry_budget_exhausted_total{provider=\"api\",service=\"s\"}",
+                3.0,
+            ),
+            (
+                "mcp_http_gateway_cache_results_total{provider=\"api\",result=\"coalesced\",service=\"s\"}",
+                12.0,
+            ),
+            (
+                "mcp_http_gateway_cache_entries{provider=\"api\",service=\"s\"}",
+                4.0,
+            ),
+            (
+                "mcp_http_gateway_pool_ejections_total{provider=\"api\",service=\"s\"}",
+                6.0,
+            ),
             ("mcp_http_gateway_cluster_redis_up{service=\"s\"}", 0.0),
             (
                 "mcp_http_gateway_cluster_redis_errors_total{service=\"s\"}",

@@ -32,6 +32,17 @@ pub struct Scrape {
     pub tools: BTreeMap<String, contract::ToolHealth>,
     /// The link to Redis (`cluster`), when configured.
     pub cluster: Option<ClusterScrape>,
+    /// Each running provider's breaker, retries and shared results (`resilience`).
+    pub resilience: Vec<ResilienceScrape>,
+}
+
+/// One provider's containment of failures, as /health reports it, and its pool's ejections.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResilienceScrape {
+    pub provider: String,
+    pub report: contract::ResilienceReport,
+    /// Times a child of its pool was left out of rotation (0 without a pool).
+    pub ejections: u64,
 }
 
 /// The link to the Redis that replicas share, as it is when scraped.
@@ -62,6 +73,16 @@ impl crate::service::Service {
                 })
             })
             .collect();
+        let resilience = reports
+            .iter()
+            .filter_map(|(provider, report)| {
+                Some(ResilienceScrape {
+                    provider: provider.clone(),
+                    report: self.resilience.get(provider)?.report(),
+                    ejections: report.instances.iter().map(|i| i.ejections).sum(),
+                })
+            })
+            .collect();
         let providers = reports
             .into_iter()
             .filter_map(|(provider, report)| {
@@ -83,6 +104,7 @@ impl crate::service::Service {
                 errors: c.errors(),
                 dropped_writes: c.dropped_writes(),
             }),
+            resilience,
         };
         self.metrics.render(&scrape)
     }

@@ -94,6 +94,7 @@ impl RecordedOutcome {
         match self {
             RecordedOutcome::Working => Outcome::Working,
             RecordedOutcome::Completed { output, typed } => Outcome::Completed(CallResult {
+                cache: None,
                 output: match output {
                     RecordedOutput::Data(data) => ToolOutput::Data(data),
                     RecordedOutput::Mcp(result) => ToolOutput::Mcp(result),
@@ -204,14 +205,17 @@ mod tests {
         let outcomes = [
             Outcome::Working,
             Outcome::Completed(CallResult {
+                cache: None,
                 output: ToolOutput::Mcp(Box::new(theirs.clone())),
                 typed: false,
             }),
             Outcome::Completed(CallResult {
+                cache: None,
                 output: ToolOutput::Mcp(Box::new(theirs.clone())),
                 typed: true,
             }),
             Outcome::Completed(CallResult {
+                cache: None,
                 output: ToolOutput::Data(json!([{"n": 1}])),
                 typed: false,
             }),
@@ -270,6 +274,7 @@ mod tests {
     #[test]
     fn the_record_names_its_owner_client_and_status() {
         let record = serde_json::to_value(record_of(&task(Outcome::Completed(CallResult {
+            cache: None,
             output: ToolOutput::Data(json!({"n": 1})),
             typed: false,
         }))))

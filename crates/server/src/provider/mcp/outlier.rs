@@ -1,0 +1,211 @@
+//! Outlier ejection among the children of a pool (`resilience.outlier`): a child whose last
+//! calls all failed for its own sake (timed out, its connection lost), or whose mean latency
+//! is far above its siblings', is left out of rotation for a while that doubles each time it
+//! is ejected again without a success between, then given calls again (its first calls back
+//! are the probe). The pool never ejects its last child in rotation.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::config::OutlierConfig;
+
+/// Latency samples a child needs before its mean is compared with its siblings'.
+const MIN_SAMPLES: u64 = 10;
+/// A mean under this is never an outlier, however it compares (1 ms against 5 ms is noise).
+const LATENCY_FLOOR_US: u64 = 20_000;
+
+/// One child's record, updated by its calls without a lock.
+#[derive(Debug, Default)]
+pub(super) struct OutlierRecord {
+    consecutive_failures: AtomicU64,
+    /// Exponentially weighted mean latency (1/8 per sample), microseconds.
+    mean_us: AtomicU64,
+    samples: AtomicU64,
+    /// Until when (ms of the pool's clock) it is out of rotation; 0 when it is in.
+    ejected_until_ms: AtomicU64,
+    /// Ejections since its last success: each doubles the next interval.
+    streak: AtomicU64,
+    ejections: AtomicU64,
+}
+
+/// What one call's end says of the child that ran it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    Success(Duration),
+    /// Timed out or lost its connection: the child's fault.
+    Failure(Duration),
+    /// Says nothing of the child (the caller's arguments, a tool's own error).
+    Neutral,
+}
+
+impl OutlierRecord {
+    /// Whether it is out of rotation at `now_ms`.
+    pub(super) fn ejected(&self, now_ms: u64) -> bool {
+        self.ejected_until_ms.load(Ordering::Acquire) > now_ms
+    }
+
+    /// For /health: how much longer it is out, and how often it was.
+    pub(super) fn state(&self, now_ms: u64) -> (Option<u64>, u64) {
+        let until = self.ejected_until_ms.load(Ordering::Acquire);
+        (
+            (until > now_ms).then(|| until - now_ms),
+            self.ejections.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The mean latency once there are enough samples to judge by.
+    pub(super) fn mean(&self) -> Option<u64> {
+        (self.samples.load(Ordering::Relaxed) >= MIN_SAMPLES)
+            .then(|| self.mean_us.load(Ordering::Relaxed))
+    }
+
+    /// Records a call's end. Returns whether the child should now be ejected, judged against
+    /// `siblings_mean`: the median mean latency of the other children in rotation (`None`
+    /// when they have too few samples).
+    pub(super) fn record(
+        &self,
+        ended: Ended,
+        config: &OutlierConfig,
+        siblings_mean: Option<u64>,
+    ) -> Option<&'static str> {
+        let took = match ended {
+            Ended::Neutral => return None,
+            Ended::Success(took) => {
+                self.consecutive_failures.store(0, Ordering::Relaxed);
+                self.streak.store(0, Ordering::Relaxed);
+                took
+            }
+            Ended::Failure(took) => {
+                let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                if failures >= config.consecutive_failures {
+                    return Some("its last calls all failed");
+                }
+                took
+            }
+        };
+        let sample = took.as_micros() as u64;
+        let samples = self.samples.fetch_add(1, Ordering::Relaxed);
+        let mean = if samples == 0 {
+            sample
+        } else {
+            let old = self.mean_us.load(Ordering::Relaxed);
+            old - old / 8 + sample / 8
+        };
+        self.mean_us.store(mean, Ordering::Relaxed);
+        match (self.mean(), siblings_mean) {
+            (Some(mine), Some(theirs))
+                if mine >= LATENCY_FLOOR_US
+                    && mine > theirs.max(1).saturating_mul(config.latency_factor) =>
+            {
+                Some("its latency is far above its siblings'")
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes the child out of rotation from `now_ms`; returns for how long.
+    pub(super) fn eject(&self, now_ms: u64, config: &OutlierConfig) -> Duration {
+        let streak = self.streak.fetch_add(1, Ordering::Relaxed);
+        let interval = config
+            .ejection
+            .saturating_mul(1 << streak.min(16) as u32)
+            .min(config.max_ejection);
+        self.ejected_until_ms
+            .store(now_ms + interval.as_millis() as u64, Ordering::Release);
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+        // Its mean starts afresh when it comes back: the old one is why it left.
+        self.samples.store(0, Ordering::Relaxed);
+        self.ejections.fetch_add(1, Ordering::Relaxed);
+        interval
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> OutlierConfig {
+        OutlierConfig {
+            consecutive_failures: 3,
+            latency_factor: 4,
+            ejection: Duration::from_millis(100),
+            max_ejection: Duration::from_millis(350),
+            ..OutlierConfig::default()
+        }
+    }
+
+    #[test]
+    fn consecutive_failures_eject_and_a_success_between_resets_the_count() {
+        let r = OutlierRecord::default();
+        let c = config();
+        let fail = Ended::Failure(Duration::from_millis(5));
+        assert!(r.record(fail, &c, None).is_none());
+        assert!(r.record(fail, &c, None).is_none());
+        assert!(
+            r.record(Ended::Success(Duration::from_millis(5)), &c, None)
+                .is_none()
+        );
+        assert!(r.record(fail, &c, None).is_none());
+        assert!(r.record(Ended::Neutral, &c, None).is_none());
+        assert!(r.record(fail, &c, None).is_none());
+        assert_eq!(r.record(fail, &c, None), Some("its last calls all failed"));
+    }
+
+    #[test]
+    fn each_ejection_without_a_success_between_lasts_twice_as_long() {
+        let r = OutlierRecord::default();
+        let c = config();
+        assert_eq!(r.eject(1000, &c), Duration::from_millis(100));
+        assert!(r.ejected(1099) && !r.ejected(1100));
+        assert_eq!(r.state(1050), (Some(50), 1));
+        assert_eq!(r.eject(2000, &c), Duration::from_millis(200));
+        assert_eq!(r.eject(3000, &c), Duration::from_millis(350), "capped");
+        r.record(Ended::Success(Duration::from_millis(1)), &c, None);
+        assert_eq!(r.eject(4000, &c), Duration::from_millis(100));
+        assert_eq!(r.state(5000), (None, 4));
+    }
+
+    #[test]
+    fn a_child_far_slower_than_its_siblings_is_an_outlier() {
+        let c = config();
+        let slow = OutlierRecord::default();
+        let mut verdicts = Vec::new();
+        for _ in 0..MIN_SAMPLES {
+            verdicts.push(slow.record(
+                Ended::Success(Duration::from_millis(200)),
+                &c,
+                Some(10_000),
+            ));
+        }
+        // Judged only once it has enough samples.
+        assert!(
+            verdicts[..MIN_SAMPLES as usize - 1]
+                .iter()
+                .all(Option::is_none)
+        );
+        assert_eq!(
+            verdicts.last().unwrap(),
+            &Some("its latency is far above its siblings'")
+        );
+        // Not against siblings as slow, nor under the floor.
+        let fine = OutlierRecord::default();
+        for _ in 0..20 {
+            assert!(
+                fine.record(
+                    Ended::Success(Duration::from_millis(200)),
+                    &c,
+                    Some(100_000)
+                )
+                .is_none()
+            );
+        }
+        let quick = OutlierRecord::default();
+        for _ in 0..20 {
+            assert!(
+                quick
+                    .record(Ended::Success(Duration::from_millis(5)), &c, Some(100))
+                    .is_none()
+            );
+        }
+    }
+}
