@@ -1,7 +1,8 @@
--- wrk script for the flapping-upstream benchmark (scripts/perf/resilience.sh): POSTs
--- /call-tool for $WRK_TOOL (default `lookup`) with a key of its own per request (thread number
--- and counter, so no cache or coalescing can answer it: every call is a real call), and sorts
--- every answer:
+-- wrk script for the flapping-upstream benchmark (scripts/perf/resilience.sh) and the cost of
+-- the chain (scripts/perf/resilience-overhead.sh): POSTs /call-tool for $WRK_TOOL (default
+-- `lookup`) with its argument $WRK_ARGUMENT (default `key`) set to a text of its own per
+-- request (thread number and counter, so no cache or coalescing can answer it: every call is
+-- a real call), and sorts every answer:
 --   ok      the envelope says "success":true, status 200;
 --   failed  the envelope says "success":false, status not 2xx: an error the caller saw, tallied
 --           by code (SERVICE_UNAVAILABLE, EXECUTION_ERROR, TIMEOUT, other);
@@ -11,6 +12,7 @@
 -- failed ones included), socket errors (connect, read, write, timeout: non-2xx answers are
 -- not counted there, they are `failed`), ok, failed, the codes, bad.
 local tool = os.getenv("WRK_TOOL") or "lookup"
+local argument = os.getenv("WRK_ARGUMENT") or "key"
 
 local threads = {}
 local started = 0
@@ -34,7 +36,7 @@ end
 function request()
   counter = counter + 1
   return wrk.format(nil, "/call-tool", nil,
-    string.format('{"tool":"%s","arguments":{"key":"k%d"}}', tool, counter))
+    string.format('{"tool":"%s","arguments":{"%s":"k%d"}}', tool, argument, counter))
 end
 
 function response(status, headers, body)

@@ -176,7 +176,7 @@ impl ErrorCode {
             }
             ErrorCode::InternalError => "The gateway failed while handling the request.",
             ErrorCode::ServiceUnavailable => {
-                "The service is initializing or shutting down, or the call was not admitted (every slot taken and the queue full, or no slot within limits.queue_timeout_ms); retry after Retry-After seconds."
+                "The service is initializing or shutting down, or the call was not admitted (every slot taken and the queue full, or no slot within limits.queue_timeout_ms), or its provider's circuit is open after repeated upstream failures; retry after Retry-After seconds."
             }
             ErrorCode::Timeout => {
                 "The tool did not answer within its timeout (its provider's limits, else limits.call_timeout_ms); the call was cancelled upstream."

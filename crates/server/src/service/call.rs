@@ -169,7 +169,10 @@ impl Service {
         // A read-only result kept or in flight answers without reaching the upstream.
         let sharing = match plan.and_then(|p| p.policy.share.as_ref().map(|s| (p, s))) {
             Some((plan, share)) => {
-                let scope = client.scope().map(|s| format!("{s:?}")).unwrap_or_default();
+                let scope = client.scope().map_or(0, |s| {
+                    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+                    BuildHasherDefault::<DefaultHasher>::default().hash_one(s)
+                });
                 // Per caller: by credential (`key:`/`sub:`, never one for the other), else
                 // by peer.
                 let caller = share.per_caller.then(|| {
@@ -177,7 +180,7 @@ impl Service {
                         .identity()
                         .unwrap_or_else(|| format!("peer:{}", client.as_str()))
                 });
-                let key = call_key(tool, &arguments, &scope, caller.as_deref());
+                let key = call_key(tool, &arguments, scope, caller.as_deref());
                 match self.shared(plan, share, key, timeout).await {
                     Ok(answer) => {
                         self.call_ended(tool, provider, started, None, &answer);
@@ -284,7 +287,10 @@ impl Service {
         let request_id = cx.request_id.as_str();
         let timeout = cx.timeout;
         let provider = entry.provider.name();
-        let pass = match plan.map(|p| p.resilience.breaker.admit()) {
+        // A tool the gateway answers itself (an http provider's usage tool) never reaches the
+        // upstream: the breaker neither refuses nor counts it.
+        let contained = plan.filter(|_| entry.provider.needs_dependency(&entry.upstream));
+        let pass = match contained.map(|p| p.resilience.breaker.admit()) {
             Some(Err(refused)) => return Err(circuit_open(tool, provider, refused)),
             Some(Ok(pass)) => Some(pass),
             None => None,
@@ -307,7 +313,7 @@ impl Service {
         let deadline = Instant::now() + timeout;
         let upstream = entry.upstream.as_str();
         let run = async {
-            match (plan, pass) {
+            match (contained, pass) {
                 (Some(plan), Some(pass)) if plan.policy.more_than_once() => {
                     let hedge_after = plan.policy.hedge.and_then(|after| {
                         after.or_else(|| {

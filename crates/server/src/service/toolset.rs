@@ -195,6 +195,7 @@ fn plans(
         let provider = entry.name().as_str();
         let contained = resilience.of(service, provider, entry.resilience());
         let per_caller = calls_with_callers_credentials(config, entry);
+        let own_connections = matches!(entry, ProviderConfig::Mcp(m) if m.session_per_client);
         let cypher = matches!(entry, ProviderConfig::Cypher(_));
         let provider_gate = admission.gate(Scope::Provider, provider, limits.max_concurrent);
         // (served name, upstream name) of this provider's tools.
@@ -223,7 +224,12 @@ fn plans(
             let annotations = registry
                 .get(tool)
                 .and_then(|t| t.schema.annotations.as_ref());
-            let policy = contained.policy(upstream, annotations, per_caller);
+            let mut policy = contained.policy(upstream, annotations, per_caller);
+            if own_connections {
+                // Each client session has its own upstream connection, maybe its own state
+                // there: one session's result never answers another's call.
+                policy.share = None;
+            }
             let gates = CallGates {
                 tool: admission.gate(Scope::Tool, tool, resolved.tool_max_concurrent),
                 provider: provider_gate.clone(),

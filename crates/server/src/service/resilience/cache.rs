@@ -23,11 +23,12 @@ pub use contract::CacheStatus;
 /// A call's identity for sharing: the SHA-256 of what makes two calls the same.
 pub type CallKey = [u8; 32];
 
-/// The key of a call of `tool` with `arguments` by a caller of `scope` (and `caller`, for
-/// results kept per caller).
-pub fn call_key(tool: &str, arguments: &Value, scope: &str, caller: Option<&str>) -> CallKey {
+/// The key of a call of `tool` with `arguments` by a caller whose tool scope is `scope` (its
+/// hash; 0 for every tool) and, for results kept per caller, by `caller`.
+pub fn call_key(tool: &str, arguments: &Value, scope: u64, caller: Option<&str>) -> CallKey {
     let mut hash = Sha256::new();
-    for part in [tool, scope, caller.unwrap_or("")] {
+    hash.update(scope.to_be_bytes());
+    for part in [tool, caller.unwrap_or("")] {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
@@ -120,7 +121,11 @@ impl Leader {
         {
             self.cache.keep(self.key, result.clone(), ttl);
         }
-        if let Some(sender) = self.sender.take() {
+        // Out of the map first: no call can start waiting on it after this.
+        self.cache.flights.write_unpoisoned().remove(&self.key);
+        if let Some(sender) = self.sender.take()
+            && sender.receiver_count() > 0
+        {
             sender.send_replace(Some(answer.clone()));
         }
     }
@@ -344,25 +349,25 @@ mod tests {
     fn the_key_ignores_key_order_and_tells_tools_scopes_and_callers_apart() {
         let a = json!({"a": 1, "b": {"x": [1, 2], "y": null}});
         let b = json!({"b": {"y": null, "x": [1, 2]}, "a": 1});
-        assert_eq!(call_key("t", &a, "", None), call_key("t", &b, "", None));
-        assert_ne!(call_key("t", &a, "", None), call_key("u", &a, "", None));
-        assert_ne!(call_key("t", &a, "", None), call_key("t", &a, "s", None));
+        assert_eq!(call_key("t", &a, 0, None), call_key("t", &b, 0, None));
+        assert_ne!(call_key("t", &a, 0, None), call_key("u", &a, 0, None));
+        assert_ne!(call_key("t", &a, 0, None), call_key("t", &a, 7, None));
+        assert_ne!(call_key("t", &a, 0, None), call_key("t", &a, 0, Some("c")));
         assert_ne!(
-            call_key("t", &a, "", None),
-            call_key("t", &a, "", Some("c"))
-        );
-        assert_ne!(
-            call_key("t", &json!({"a": [1, 2]}), "", None),
-            call_key("t", &json!({"a": [2, 1]}), "", None)
+            call_key("t", &json!({"a": [1, 2]}), 0, None),
+            call_key("t", &json!({"a": [2, 1]}), 0, None)
         );
         // Lengths are hashed: no two splits of one text are one key.
-        assert_ne!(call_key("ab", &a, "c", None), call_key("a", &a, "bc", None));
+        assert_ne!(
+            call_key("ab", &a, 0, Some("c")),
+            call_key("a", &a, 0, Some("bc"))
+        );
     }
 
     #[tokio::test]
     async fn calls_in_flight_share_the_leader_s_answer() {
         let cache = cache(10, 1 << 20);
-        let key = call_key("t", &json!({}), "", None);
+        let key = call_key("t", &json!({}), 0, None);
         let Found::Lead(leader) = cache.find(key, true) else {
             panic!("the first call should lead");
         };
@@ -388,7 +393,7 @@ mod tests {
     #[tokio::test]
     async fn a_leader_that_goes_away_leaves_its_waiters_to_run_themselves() {
         let cache = cache(10, 1 << 20);
-        let key = call_key("t", &json!({}), "", None);
+        let key = call_key("t", &json!({}), 0, None);
         let Found::Lead(leader) = cache.find(key, true) else {
             panic!()
         };
@@ -408,7 +413,7 @@ mod tests {
     #[test]
     fn successes_are_kept_for_their_ttl_and_failures_never() {
         let cache = cache(10, 1 << 20);
-        let key = call_key("t", &json!({}), "", None);
+        let key = call_key("t", &json!({}), 0, None);
         let Found::Lead(leader) = cache.find(key, true) else {
             panic!()
         };
@@ -418,7 +423,7 @@ mod tests {
             _ => panic!("not kept"),
         }
         assert_eq!(cache.hits.load(Ordering::Relaxed), 1);
-        let other = call_key("u", &json!({}), "", None);
+        let other = call_key("u", &json!({}), 0, None);
         let Found::Lead(leader) = cache.find(other, true) else {
             panic!()
         };
@@ -426,7 +431,7 @@ mod tests {
         leader.finish(&Err(failure), Some(Duration::from_secs(60)));
         assert!(matches!(cache.find(other, true), Found::Lead(_)));
         // An expired result is gone.
-        let short = call_key("v", &json!({}), "", None);
+        let short = call_key("v", &json!({}), 0, None);
         cache.keep(short, result(2), Duration::ZERO);
         assert!(matches!(cache.find(short, true), Found::Lead(_)));
     }
@@ -435,7 +440,7 @@ mod tests {
     fn the_oldest_go_first_when_a_bound_is_reached() {
         let cache = cache(3, 1 << 20);
         let keys: Vec<CallKey> = (0..5)
-            .map(|i| call_key("t", &json!({"i": i}), "", None))
+            .map(|i| call_key("t", &json!({"i": i}), 0, None))
             .collect();
         for (i, key) in keys.iter().enumerate() {
             cache.keep(*key, result(i as u64), Duration::from_secs(60));

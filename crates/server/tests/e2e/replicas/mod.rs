@@ -19,6 +19,7 @@
 //! ```
 
 mod rate_limits;
+mod results;
 mod sessions;
 mod tasks;
 
