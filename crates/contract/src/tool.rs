@@ -55,6 +55,11 @@ pub struct ToolSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub icons: Option<Value>,
+    /// How well the tool matches the query, in answers to GET /tools?q= only (BM25F: higher is
+    /// better; comparable within one answer, not across queries). Tools are then ordered by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub score: Option<f64>,
     /// What `data` holds when there is no `output_schema`, so that the service's OpenAPI
     /// document can type it. Set by the provider; not part of GET /tools (a client reads the
     /// typed operation instead).

@@ -94,6 +94,7 @@ pub(super) fn success_example(op: &Operation) -> Value {
                     }),
                     annotations: None,
                     icons: None,
+                    score: None,
                 }],
             })
             .expect("example serializes"),

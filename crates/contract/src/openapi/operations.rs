@@ -65,7 +65,7 @@ pub(super) const OPERATIONS: &[Operation] = &[
         method: HttpMethod::Get,
         id: "listTools",
         summary: "List the service's tools",
-        description: "Every tool of every provider of the service, sorted by name, with its input schema.",
+        description: "Every tool of every provider of the service that the caller may use, sorted by name, with its input schema; with `q`, only those that match the search, best first, each with its `score`. Any other query parameter is 400 INVALID_REQUEST.",
         success: "ToolsEnvelope",
         errors: &[
             ErrorCode::InvalidRequest,

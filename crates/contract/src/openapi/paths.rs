@@ -96,6 +96,40 @@ pub(super) fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
         );
     }
+    if op.id == "listTools" {
+        builder = builder
+            .parameter(
+                ParameterBuilder::new()
+                    .name("q")
+                    .parameter_in(ParameterIn::Query)
+                    .required(Required::False)
+                    .description(Some(
+                        "A search: what you need done, in plain words. The tools that match are answered best first (BM25 over name, title, description, parameters and provider), each with its `score`; tools that match nothing are left out. Without it, every tool, sorted by name.",
+                    ))
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .min_length(Some(1))
+                            .max_length(Some(1000)),
+                    )),
+            )
+            .parameter(
+                ParameterBuilder::new()
+                    .name("limit")
+                    .parameter_in(ParameterIn::Query)
+                    .required(Required::False)
+                    .description(Some(
+                        "The most tools answered: with `q`, the best matches (default 10); without it, the first tools by name (default: all of them).",
+                    ))
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1))
+                            .maximum(Some(100))
+                            .default(Some(json!(10))),
+                    )),
+            );
+    }
     if op.id == "readResource" {
         builder = builder
             .parameter(

@@ -37,6 +37,7 @@ fn real_tools() -> Vec<ToolSchema> {
         untyped_result: crate::UntypedResult::AnyJson,
         annotations: None,
         icons: None,
+        score: None,
     });
     tools
 }

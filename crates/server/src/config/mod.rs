@@ -354,6 +354,10 @@ pub struct McpSection {
     /// clear error.
     #[serde(default = "default_max_sessions", deserialize_with = "count::<_, 1>")]
     pub max_sessions: u64,
+    /// Progressive discovery: `tools/list` lists `find_tools` and `call_tool` instead of every
+    /// tool (a client with a small context finds the tool it needs, then calls it).
+    #[serde(default)]
+    pub discovery: bool,
 }
 
 fn default_session_ttl() -> Duration {
@@ -371,6 +375,7 @@ impl Default for McpSection {
             allowed_hosts: None,
             allowed_origins: None,
             max_sessions: default_max_sessions(),
+            discovery: false,
         }
     }
 }

@@ -153,8 +153,10 @@ fn default_min_calls() -> u64 {
 fn default_window() -> Duration {
     Duration::from_secs(10)
 }
+/// Short: an outage shorter than the interval would still be refused for all of it. A
+/// longer outage doubles it at each failed probe.
 fn default_open() -> Duration {
-    Duration::from_secs(5)
+    Duration::from_secs(1)
 }
 fn default_max_open() -> Duration {
     Duration::from_secs(60)

@@ -19,12 +19,57 @@ use crate::service::rate_limit::Client;
 use crate::service::{self, CallRequest, CatalogRequest, Service, TaskRequest};
 use crate::telemetry::TraceContext;
 
-/// The tools the client may use: every tool, or its API key's scope.
+/// The query of GET /tools: a search (`q`) and how many tools it answers at most.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsQuery {
+    q: Option<String>,
+    limit: Option<usize>,
+}
+
+/// The tools the client may use (every tool, or its credential's scope); with `q`, those that
+/// match it, best first, each with its score.
 pub async fn list_tools(
     State(service): State<Arc<Service>>,
     axum::Extension(client): axum::Extension<Client>,
+    query: Result<Query<ToolsQuery>, QueryRejection>,
 ) -> Reply {
-    Reply::ok_json(service.tools_data(&client))
+    use crate::service::discovery::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_BYTES};
+    let invalid = |why: String| Reply::error(ErrorCode::InvalidRequest, why);
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(e) => {
+            return invalid(format!(
+                "Invalid query: {} (expected q=<what you need>[&limit=1..{MAX_LIMIT}], or nothing for every tool)",
+                e.body_text()
+            ));
+        }
+    };
+    if let Some(limit) = query.limit
+        && !(1..=MAX_LIMIT).contains(&limit)
+    {
+        return invalid(format!("limit must be from 1 to {MAX_LIMIT}, got {limit}"));
+    }
+    let tools = match (query.q, query.limit) {
+        (None, None) => return Reply::ok_json(service.tools_data(&client)),
+        // The first `limit` tools by name.
+        (None, Some(limit)) => service.listed_tools(&client, limit),
+        (Some(q), limit) => {
+            if q.trim().is_empty() || q.len() > MAX_QUERY_BYTES {
+                return invalid(format!(
+                    "q must hold 1 to {MAX_QUERY_BYTES} bytes of text, got {}",
+                    q.len()
+                ));
+            }
+            service.find_tools(&client, &q, limit.unwrap_or(DEFAULT_LIMIT))
+        }
+    };
+    let found = contract::ToolsResponse {
+        service: service.name.clone(),
+        version: service.version.clone(),
+        tools,
+    };
+    Reply::ok(serde_json::to_value(found).unwrap_or(Value::Null))
 }
 
 pub async fn call_tool(

@@ -92,6 +92,10 @@ impl McpBridge {
     ) -> Result<CallToolResponse, McpError> {
         self.seen(&context);
         let client = self.client(&context);
+        let request = match self.discovered(request, &client) {
+            Ok(request) => request,
+            Err(answer) => return Ok(CallToolResponse::Complete(answer)),
+        };
         if let Some(parked) = &self.parked
             && (request.request_state.is_some()
                 || (super::input_required::asks_by_rounds(&context)
@@ -118,6 +122,86 @@ impl McpBridge {
                 .await;
         }
         self.run_call(call, client, context.ct.cancelled()).await
+    }
+
+    /// With `mcp.discovery`: `find_tools` answered here (the tools the client may use that
+    /// match its query), and `call_tool` turned into the call of the tool it names, which then
+    /// goes the way of every call (scope, limits, validation). Any other call as it is.
+    fn discovered(
+        &self,
+        mut request: CallToolRequestParams,
+        client: &crate::service::client::Client,
+    ) -> Result<CallToolRequestParams, CallToolResult> {
+        use crate::service::discovery::{
+            CALL_TOOL, DEFAULT_LIMIT, FIND_TOOLS, MAX_LIMIT, MAX_QUERY_BYTES,
+        };
+        if !self.service.settings().config.mcp.discovery {
+            return Ok(request);
+        }
+        let refused = |why: String| {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(why)]);
+            result.is_error = Some(true);
+            result
+        };
+        let arguments = request.arguments.clone().unwrap_or_default();
+        match request.name.as_ref() {
+            FIND_TOOLS => {
+                let query = arguments
+                    .get("query")
+                    .and_then(|q| q.as_str())
+                    .unwrap_or("");
+                if query.trim().is_empty() || query.len() > MAX_QUERY_BYTES {
+                    return Err(refused(format!(
+                        "find_tools needs `query`: 1 to {MAX_QUERY_BYTES} bytes of text saying what you need done"
+                    )));
+                }
+                let limit = match arguments.get("limit") {
+                    None => DEFAULT_LIMIT,
+                    Some(limit) => match limit.as_u64().map(|l| l as usize) {
+                        Some(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
+                        _ => {
+                            return Err(refused(format!(
+                                "find_tools: `limit` must be an integer from 1 to {MAX_LIMIT}"
+                            )));
+                        }
+                    },
+                };
+                let found: Vec<serde_json::Value> = self
+                    .service
+                    .find_tools(client, query, limit)
+                    .into_iter()
+                    .map(|t| {
+                        serde_json::json!({"name": t.name, "title": t.title, "description": t.description,
+                            "inputSchema": t.input_schema, "score": t.score})
+                    })
+                    .collect();
+                let structured = serde_json::json!({"tools": found});
+                let mut result = CallToolResult::structured(structured);
+                result.is_error = Some(false);
+                Err(result)
+            }
+            CALL_TOOL => {
+                let Some(name) = arguments.get("name").and_then(|n| n.as_str()) else {
+                    return Err(refused(
+                        "call_tool needs `name`: a tool's name as find_tools answered it".into(),
+                    ));
+                };
+                let inner = match arguments.get("arguments") {
+                    None => JsonObject::new(),
+                    Some(serde_json::Value::Object(inner)) => inner.clone(),
+                    Some(_) => {
+                        return Err(refused(
+                            "call_tool: `arguments` must be an object (the tool's arguments)"
+                                .into(),
+                        ));
+                    }
+                };
+                request.name = name.to_owned().into();
+                request.arguments = Some(inner);
+                Ok(request)
+            }
+            _ => Ok(request),
+        }
     }
 
     /// A call of a 2026-07-28 client, or its retry: what the upstream asks during it goes

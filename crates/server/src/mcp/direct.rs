@@ -138,6 +138,14 @@ pub fn direct_call(
     {
         return None;
     }
+    // The meta-tools of `mcp.discovery` are answered by the handler (mcp/call.rs).
+    let name = params.get("name").and_then(Value::as_str);
+    if matches!(
+        name,
+        Some(crate::service::discovery::FIND_TOOLS | crate::service::discovery::CALL_TOOL)
+    ) {
+        return None;
+    }
     let session = sessions.get(session_id)?;
     let id: RequestId = serde_json::from_value(message.get("id")?.clone()).ok()?;
     let params = serde_json::from_value(message.get_mut("params")?.take()).ok()?;

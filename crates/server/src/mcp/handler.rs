@@ -298,12 +298,16 @@ impl ServerHandler for McpBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.seen(&context);
-        // Only the tools the client's API key may use: the others do not exist for it.
-        let tools = self
-            .service
-            .mcp_tools(&self.client(&context))
-            .as_ref()
-            .clone();
+        // Only the tools the client's API key may use: the others do not exist for it. With
+        // `mcp.discovery`, the two tools that find and call them instead.
+        let tools = if self.service.settings().config.mcp.discovery {
+            crate::service::discovery::meta_tools()
+        } else {
+            self.service
+                .mcp_tools(&self.client(&context))
+                .as_ref()
+                .clone()
+        };
         let scope = if self.service.lists_are_private() {
             CacheScope::Private
         } else {
@@ -319,6 +323,13 @@ impl ServerHandler for McpBridge {
     /// check a 2026-07-28 request's `Mcp-Param-*` headers against the tool's `x-mcp-header`
     /// parameters; the call itself is judged by the service).
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.service.settings().config.mcp.discovery
+            && let Some(meta) = crate::service::discovery::meta_tools()
+                .into_iter()
+                .find(|t| t.name == name)
+        {
+            return Some(meta);
+        }
         self.service
             .mcp_tools(&Client::unknown())
             .iter()

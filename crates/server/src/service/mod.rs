@@ -11,6 +11,7 @@ mod catalog;
 pub mod client;
 pub mod cluster;
 mod completions;
+pub mod discovery;
 mod health;
 pub mod keys;
 pub mod lifecycle;

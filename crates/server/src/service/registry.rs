@@ -327,6 +327,7 @@ mod tests {
                     untyped_result: contract::UntypedResult::AnyJson,
                     annotations: None,
                     icons: None,
+                    score: None,
                 })
                 .collect()
         }

@@ -17,6 +17,7 @@ use serde_json::json;
 
 use super::admission::{Admission, CallGates, Scope};
 use super::client::ToolScope;
+use super::discovery::ToolIndex;
 use super::registry::ToolRegistry;
 use super::resilience::{ProviderResilience, Resilience, ToolPolicy};
 use crate::config::{
@@ -39,6 +40,8 @@ pub(super) struct ToolSet {
     pub mcp_tools: Arc<Vec<rmcp::model::Tool>>,
     /// Each tool's limits and the gates its calls pass, resolved once per change.
     pub plans: HashMap<String, CallPlan>,
+    /// The tools ranked for a query (GET /tools?q=, MCP `find_tools`), indexed once per change.
+    pub discovery: ToolIndex,
     /// What the per-service document says of the service, to build a scope's document.
     publication: OwnedPublication,
     /// The forms above for each tool scope asked for so far, built on first use.
@@ -141,6 +144,7 @@ impl ToolSet {
             tools_data: tools_data(name, version, registry.tools()),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
             plans: plans(name, config, &registry, controls),
+            discovery: ToolIndex::new(registry.tools()),
             publication,
             scoped: Mutex::default(),
             providers,

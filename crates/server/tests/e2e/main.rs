@@ -10,6 +10,7 @@ mod code_graph_index;
 mod config_cli;
 mod conformance_runs;
 mod cypher_provider;
+mod discovery;
 mod error_codes;
 mod grpc_provider;
 mod harness;

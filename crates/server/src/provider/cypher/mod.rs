@@ -79,6 +79,7 @@ impl CypherProvider {
                         json!({"readOnlyHint": !query.writes(), "openWorldHint": false}),
                     ),
                     icons: None,
+                    score: None,
                 },
                 query,
                 result_key,

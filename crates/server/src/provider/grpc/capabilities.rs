@@ -113,6 +113,7 @@ fn tool_schema(tool: &provider_proto::v1::Tool) -> Result<ToolSchema, GrpcError>
         annotations: None,
         qualified_name: None,
         icons: None,
+        score: None,
     })
 }
 

@@ -459,6 +459,7 @@ fn declared_tool(declared: &DeclaredTool) -> Result<HttpTool, HttpToolError> {
                 json!({"readOnlyHint": method == reqwest::Method::GET, "openWorldHint": true}),
             ),
             icons: None,
+            score: None,
         },
         mapping: Mapping {
             method,

@@ -167,6 +167,7 @@ pub fn tools_of(
                         json!({"readOnlyHint": method == "get", "openWorldHint": true}),
                     ),
                     icons: None,
+                    score: None,
                 },
                 Mapping {
                     method: verb,

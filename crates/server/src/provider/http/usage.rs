@@ -71,6 +71,7 @@ pub fn tool_schema(name: &str) -> ToolSchema {
         input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
         annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
         icons: None,
+        score: None,
     }
 }
 

@@ -32,5 +32,6 @@ pub fn tool_schema(tool: &rmcp::model::Tool) -> ToolSchema {
         input_schema,
         annotations: json.get("annotations").filter(|a| !a.is_null()).cloned(),
         icons: json.get("icons").filter(|i| i.is_array()).cloned(),
+        score: None,
     }
 }

@@ -45,6 +45,7 @@ pub fn schemas(code: bool, docs: bool) -> Vec<ToolSchema> {
         annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
         qualified_name: None,
         icons: None,
+        score: None,
     };
     let limit = |default: u64, max: u64| {
         json!({"type": "integer", "minimum": 1, "maximum": max, "default": default,
