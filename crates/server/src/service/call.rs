@@ -183,7 +183,7 @@ impl Service {
                 let key = call_key(tool, &arguments, scope, caller.as_deref());
                 match self.shared(plan, share, key, timeout).await {
                     Ok(answer) => {
-                        self.call_ended(tool, provider, started, None, &answer);
+                        self.call_ended(tool, provider, request_id, started, None, &answer);
                         return answer;
                     }
                     Err(leader) => Some((leader, share.ttl, key)),
@@ -218,7 +218,7 @@ impl Service {
             None => result,
         };
         let ran = Some(started.elapsed());
-        self.call_ended(tool, provider, started, ran, &result);
+        self.call_ended(tool, provider, request_id, started, ran, &result);
         result
     }
 
@@ -372,11 +372,12 @@ impl Service {
         &self,
         tool: &str,
         provider: &str,
+        request_id: &str,
         started: Instant,
         ran: Option<Duration>,
         result: &Result<CallResult, CallFailure>,
     ) {
-        self.after_call(tool, started, result);
+        self.after_call(tool, request_id, started, result);
         let failure = result.as_ref().err().map(|f| f.code);
         self.metrics.call_finished(tool, provider, ran, failure);
     }

@@ -215,10 +215,11 @@ impl Service {
     pub(super) fn after_call<T>(
         &self,
         tool: &str,
+        request_id: &str,
         started: Instant,
         result: &Result<T, super::CallFailure>,
     ) {
-        self.stats.record_call(tool, started, result);
+        self.stats.record_call(tool, request_id, started, result);
         if let Some(cluster) = &self.cluster {
             // Counted as `stats` counts: what never ran is not a call.
             let counted = result

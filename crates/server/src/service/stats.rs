@@ -107,7 +107,19 @@ struct Record {
     next: usize,
     filled: usize,
     last_success: Option<DateTime<Utc>>,
-    last_error: Option<(DateTime<Utc>, ErrorCode, String)>,
+    last_error: Option<LastError>,
+}
+
+/// A tool's last failure that counts against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastError {
+    pub at: DateTime<Utc>,
+    pub code: ErrorCode,
+    /// At most [`MESSAGE_CHARS`] characters; /health shows it, GET /status never does.
+    pub message: String,
+    /// The failed call's request id (what a person looking at GET /status looks up in the
+    /// log); `None` when it was recorded without one.
+    pub request_id: Option<String>,
 }
 
 impl Default for Record {
@@ -139,7 +151,7 @@ pub struct ToolSnapshot {
     pub p95_ms: Option<f64>,
     pub queries_per_minute: u64,
     pub last_success: Option<DateTime<Utc>>,
-    pub last_error: Option<(DateTime<Utc>, ErrorCode, String)>,
+    pub last_error: Option<LastError>,
 }
 
 impl ToolSnapshot {
@@ -175,14 +187,11 @@ impl ToolSnapshot {
             // Four decimals: a rate, not a float's noise.
             error_rate: (self.error_rate() * 10_000.0).round() / 10_000.0,
             last_success: self.last_success.map(crate::clock::format),
-            last_error: self
-                .last_error
-                .as_ref()
-                .map(|(at, code, message)| ToolFailure {
-                    at: crate::clock::format(*at),
-                    code: *code,
-                    message: message.clone(),
-                }),
+            last_error: self.last_error.as_ref().map(|last| ToolFailure {
+                at: crate::clock::format(last.at),
+                code: last.code,
+                message: last.message.clone(),
+            }),
             p50_ms: self.p50_ms,
             p95_ms: self.p95_ms,
             queries_per_minute: self.queries_per_minute,
@@ -197,10 +206,12 @@ impl ToolStats {
         self.record_at(Instant::now(), tool, took, outcome);
     }
 
-    /// Records a call as `Service::call_tool` ends it.
+    /// Records a call as `Service::call_tool` ends it, with its request id (kept with a
+    /// failure: GET /status shows it).
     pub(super) fn record_call<T>(
         &self,
         tool: &str,
+        request_id: &str,
         started: Instant,
         result: &Result<T, super::CallFailure>,
     ) {
@@ -208,7 +219,8 @@ impl ToolStats {
             Ok(_) => Ok(()),
             Err(failure) => Err((failure.code, failure.message.as_str())),
         };
-        self.record(tool, started.elapsed(), outcome);
+        let request_id = Some(request_id).filter(|id| !id.is_empty());
+        self.record_with_id(Instant::now(), tool, started.elapsed(), outcome, request_id);
     }
 
     fn record_at(
@@ -217,6 +229,17 @@ impl ToolStats {
         tool: &str,
         took: Duration,
         outcome: Result<(), (ErrorCode, &str)>,
+    ) {
+        self.record_with_id(now, tool, took, outcome, None);
+    }
+
+    fn record_with_id(
+        &self,
+        now: Instant,
+        tool: &str,
+        took: Duration,
+        outcome: Result<(), (ErrorCode, &str)>,
+        request_id: Option<&str>,
     ) {
         let counted = match outcome {
             Ok(()) => Counted::Success,
@@ -252,7 +275,12 @@ impl ToolStats {
                 record.failures += 1;
                 record.buckets[slot as usize % BUCKETS].failures += 1;
                 let message: String = message.chars().take(MESSAGE_CHARS).collect();
-                record.last_error = Some((Utc::now(), code, message));
+                record.last_error = Some(LastError {
+                    at: Utc::now(),
+                    code,
+                    message,
+                    request_id: request_id.map(str::to_owned),
+                });
             }
             _ => {}
         }
@@ -460,8 +488,31 @@ mod tests {
         let stats = ToolStats::default();
         let long = "é".repeat(1000);
         stats.record("t", ms(1), Err((ErrorCode::ExecutionError, long.as_str())));
-        let (_, _, message) = stats.tool("t").unwrap().last_error.unwrap();
-        assert_eq!(message.chars().count(), MESSAGE_CHARS);
+        let last = stats.tool("t").unwrap().last_error.unwrap();
+        assert_eq!(last.message.chars().count(), MESSAGE_CHARS);
+    }
+
+    #[test]
+    fn the_last_error_keeps_its_request_id() {
+        let stats = ToolStats::default();
+        let failed: Result<(), super::super::CallFailure> = Err(super::super::CallFailure::new(
+            ErrorCode::Timeout,
+            "too slow".into(),
+        ));
+        stats.record_call("t", "req-failed", Instant::now(), &failed);
+        let ok: Result<(), super::super::CallFailure> = Ok(());
+        stats.record_call("t", "req-ok", Instant::now(), &ok);
+        let last = stats.tool("t").unwrap().last_error.unwrap();
+        assert_eq!(last.request_id.as_deref(), Some("req-failed"));
+        assert_eq!(last.code, ErrorCode::Timeout);
+        // The caller's mistake is no failure of the tool: the last error stays.
+        let mistake: Result<(), super::super::CallFailure> = Err(super::super::CallFailure::new(
+            ErrorCode::InvalidArguments,
+            "bad".into(),
+        ));
+        stats.record_call("t", "req-mistake", Instant::now(), &mistake);
+        let last = stats.tool("t").unwrap().last_error.unwrap();
+        assert_eq!(last.request_id.as_deref(), Some("req-failed"));
     }
 
     #[test]
