@@ -376,6 +376,24 @@ mod tests {
             c.monitoring.otlp_timeout,
             std::time::Duration::from_millis(2500)
         );
+        assert_eq!(
+            c.monitoring.status_interval,
+            std::time::Duration::from_secs(10),
+            "the status page samples every 10 s by default"
+        );
+        let c = parse(
+            "service: { name: docs, port: 8000 }\nmonitoring: { status_interval_ms: 1000 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.monitoring.status_interval,
+            std::time::Duration::from_secs(1)
+        );
+        let e =
+            parse("service: { name: docs, port: 8000 }\nmonitoring: { status_interval_ms: 999 }\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("at least 1000, got 999"), "{e}");
         let e = parse("service: { name: docs, port: 8000 }\nsecurity:\n  rate_limit: 9\n")
             .unwrap_err()
             .to_string();

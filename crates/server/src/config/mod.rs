@@ -207,6 +207,19 @@ pub struct MonitoringSection {
         serialize_with = "as_millis"
     )]
     pub otlp_timeout: Duration,
+    /// Between two samples of GET /status's charts (the timeline keeps the last 360 of them);
+    /// at least 1000 ms, 10 s by default. Read at start: a change applies at the next restart.
+    #[serde(
+        default = "default_status_interval",
+        rename = "status_interval_ms",
+        deserialize_with = "millis::<_, 1000>",
+        serialize_with = "as_millis"
+    )]
+    pub status_interval: Duration,
+}
+
+fn default_status_interval() -> Duration {
+    Duration::from_secs(10)
 }
 
 fn default_health_interval() -> Duration {
@@ -225,6 +238,7 @@ impl Default for MonitoringSection {
             health_check_interval: default_health_interval(),
             otlp_endpoint: None,
             otlp_timeout: default_otlp_timeout(),
+            status_interval: default_status_interval(),
         }
     }
 }
