@@ -12,6 +12,7 @@ pub mod prompt;
 pub mod registry;
 pub mod resource;
 pub mod service_document;
+pub mod status;
 pub mod strict_json;
 pub mod task;
 pub mod tool;
@@ -32,6 +33,7 @@ pub use resource::{
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
     ResourceTemplatesResponse, ResourcesResponse, uri_syntax_error,
 };
+pub use status::{StatusFailure, StatusReport, StatusTimeline, StatusTool, StatusToolSeries};
 pub use task::{TaskError, TaskInfo, TaskStatus};
 pub use tool::{
     QUALIFIED_NAME_META_KEY, ToolRequest, ToolSchema, ToolsResponse, UntypedResult, qualified_name,

@@ -187,8 +187,9 @@ pub fn service_document(
     doc
 }
 
-/// With keys or OAuth on, every operation but /health requires one of the schemes; with
-/// neither, no scheme is published at all (a client would otherwise ask its user for a key).
+/// With keys or OAuth on, every operation but /health and /status (the page) requires one of
+/// the schemes; with neither, no scheme is published at all (a client would otherwise ask its
+/// user for a key).
 fn publish_security(doc: &mut Value, api_keys_enabled: bool, oauth: Option<&OAuthPublication>) {
     let mut required = Vec::new();
     if api_keys_enabled {

@@ -14,9 +14,10 @@ use crate::{
     IndexState, InstanceReport, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage,
     PromptResponse, PromptsResponse, ProviderReport, RedisState, ResilienceReport,
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, TaskError,
-    TaskInfo, TaskStatus, ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage,
-    ToolsResponse, ValidationIssue, WatcherState,
+    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, StatusFailure,
+    StatusReport, StatusTimeline, StatusTool, StatusToolSeries, TaskError, TaskInfo, TaskStatus,
+    ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage, ToolsResponse,
+    ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -97,6 +98,11 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (TaskStatus::name(), TaskStatus::schema()),
         (TaskError::name(), TaskError::schema()),
         (SkippedFiles::name(), SkippedFiles::schema()),
+        (StatusReport::name(), StatusReport::schema()),
+        (StatusTool::name(), StatusTool::schema()),
+        (StatusFailure::name(), StatusFailure::schema()),
+        (StatusTimeline::name(), StatusTimeline::schema()),
+        (StatusToolSeries::name(), StatusToolSeries::schema()),
     ] {
         schemas.push((name.into_owned(), schema));
     }
@@ -188,6 +194,15 @@ pub(super) fn components() -> utoipa::openapi::Components {
                 Some(Ref::from_schema_name("TaskInfo").into()),
                 &["data"],
                 "A task: the 202 that started it, GET /tasks/{id} and DELETE /tasks/{id}.",
+            ),
+        )
+        .schema(
+            "StatusEnvelope",
+            envelope_variant(
+                true,
+                Some(Ref::from_schema_name("StatusReport").into()),
+                &["data"],
+                "GET /status/data answer.",
             ),
         )
         .schema(

@@ -74,6 +74,63 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
     }
 }
 
+/// GET /status/data's report: one tool, three samples.
+fn status_example() -> crate::StatusReport {
+    let health = example_health(
+        HealthStatus::Healthy,
+        "HEALTHY",
+        DependencyStatus {
+            status: DependencyState::Connected,
+            response_time_ms: Some(2),
+            error: None,
+            last_ok: Some(EXAMPLE_TIMESTAMP.into()),
+            checked_at: Some(EXAMPLE_TIMESTAMP.into()),
+        },
+    );
+    crate::StatusReport {
+        service: health.service,
+        version: health.version,
+        state: health.state,
+        status: health.status,
+        uptime_seconds: health.uptime_seconds,
+        generated_at: EXAMPLE_TIMESTAMP.into(),
+        active_calls: 1,
+        queued_calls: 0,
+        dependencies: health.dependencies,
+        providers: health.providers,
+        cluster: None,
+        tools: vec![crate::StatusTool {
+            name: "search_docs".into(),
+            provider: "docs".into(),
+            status: ToolStatus::Healthy,
+            calls: 1520,
+            error_rate: 0.01,
+            p50_ms: Some(12.5),
+            p95_ms: Some(48.0),
+            last_error: Some(crate::StatusFailure {
+                at: EXAMPLE_TIMESTAMP.into(),
+                code: ErrorCode::Timeout,
+                request_id: Some(EXAMPLE_REQUEST_ID.into()),
+            }),
+        }],
+        timeline: crate::StatusTimeline {
+            interval_seconds: 10.0,
+            t: vec![1_767_268_780, 1_767_268_790, 1_767_268_800],
+            queue_depth: vec![0, 2, 0],
+            active_calls: vec![1, 4, 1],
+            refusals_per_s: vec![0.0, 0.3, 0.0],
+            tools: BTreeMap::from([(
+                "search_docs".to_owned(),
+                crate::StatusToolSeries {
+                    calls_per_s: vec![0.6, 1.2, 0.7],
+                    errors_per_s: vec![0.0, 0.1, 0.0],
+                    p95_ms: vec![None, Some(52.0), Some(48.0)],
+                },
+            )]),
+        },
+    }
+}
+
 pub(super) fn success_example(op: &Operation) -> Value {
     let (data, meta) = match op.id {
         "listTools" => (
@@ -201,6 +258,10 @@ pub(super) fn success_example(op: &Operation) -> Value {
             })
             .expect("example serializes"),
             Meta { execution_time_ms: Some(2), ..Meta::default() },
+        ),
+        "getStatusData" => (
+            serde_json::to_value(status_example()).expect("example serializes"),
+            Meta { execution_time_ms: Some(1), ..Meta::default() },
         ),
         "getTask" => return task_example(crate::TaskStatus::Completed),
         "cancelTask" => return task_example(crate::TaskStatus::Cancelled),

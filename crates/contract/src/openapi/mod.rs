@@ -35,7 +35,7 @@ use operations::OPERATIONS;
 use paths::operation;
 
 pub use request_id::REQUEST_ID_PATTERN;
-pub use responses::METRICS_MEDIA_TYPE;
+pub use responses::{METRICS_MEDIA_TYPE, STATUS_PAGE_CSP, STATUS_PAGE_MEDIA_TYPE};
 
 /// The shell command that rewrites the committed document from the code.
 pub const REGENERATE_COMMAND: &str =
@@ -74,9 +74,10 @@ fn info_description() -> String {
     let mut text = String::from(
         "Every mcp-http-gateway service answers this contract. Every response body of every \
          endpoint is the envelope `{success, data?, error?, code?, request_id, timestamp, meta?}`; \
-         every response carries `X-Request-Id`. (The one exception is the success of GET /metrics, \
-         which is the Prometheus text format.) An unknown route answers 404 NOT_FOUND and a known \
-         route with the wrong method 405 METHOD_NOT_ALLOWED, both as the envelope.\n\n\
+         every response carries `X-Request-Id`. (The exceptions are the successes of GET /metrics, \
+         which is the Prometheus text format, and of GET /status, the status page in HTML.) An \
+         unknown route answers 404 NOT_FOUND and a known route with the wrong method 405 \
+         METHOD_NOT_ALLOWED, both as the envelope.\n\n\
          | code | HTTP status | meaning |\n|---|---|---|\n",
     );
     for code in ErrorCode::ALL {

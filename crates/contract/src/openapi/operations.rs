@@ -234,8 +234,8 @@ pub(super) const OPERATIONS: &[Operation] = &[
             when `monitoring.metrics_enabled` is on; while it is off, 404 NOT_FOUND as for an \
             unknown route. Never rate limited, answered while initializing or shutting down; \
             requires an API key when keys are required (unless listed in \
-            `security.public_routes`). Not an envelope: the only success body \
-            of the contract that is not.",
+            `security.public_routes`). Not an envelope: with GET /status's page, \
+            the only success bodies of the contract that are not.",
         success: "",
         errors: &[
             ErrorCode::InvalidRequest,
@@ -246,6 +246,45 @@ pub(super) const OPERATIONS: &[Operation] = &[
             ErrorCode::HeadersTooLarge,
             ErrorCode::InternalError,
         ],
+    },
+    Operation {
+        path: "/status",
+        method: HttpMethod::Get,
+        id: "getStatusPage",
+        summary: "The status page, for people",
+        description: "An HTML page that shows the service, its dependencies, providers and \
+            tools, and charts of the last hour, refreshed every 5 seconds from GET /status/data \
+            (its scripts, styles and licence notices are at `/status/assets/{file}`, part of the \
+            binary: nothing is loaded from elsewhere). Public: the page and its assets hold no \
+            data, so they need no API key or token even when keys or OAuth are on; the page asks \
+            for one when GET /status/data answers 401. `/status/` redirects (308) to `../status`. \
+            Not an envelope: the success is `text/html`.",
+        success: "",
+        errors: &[
+            ErrorCode::InvalidRequest,
+            ErrorCode::Forbidden,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::HeadersTooLarge,
+            ErrorCode::RateLimited,
+            ErrorCode::InternalError,
+            ErrorCode::ServiceUnavailable,
+        ],
+    },
+    Operation {
+        path: "/status/data",
+        method: HttpMethod::Get,
+        id: "getStatusData",
+        summary: "What the status page shows",
+        description: "The service's state, dependencies, providers and cluster as GET /health \
+            reports them; each tool's calls, error rate, p50/p95 and last failure (its time, \
+            code and request id, never its message); and the timeline of the last hour: one \
+            sample every `monitoring.status_interval_ms` (10 s by default), at most 360, of the \
+            queue depth, the calls running, refusals per second and, per tool listed now, calls \
+            and errors per second and the p95 latency. No argument value, error message or \
+            secret. The same access rules as the other routes: an API key or token when keys \
+            or OAuth are on, and the rate limit.",
+        success: "StatusEnvelope",
+        errors: LIST_ERRORS,
     },
 ];
 

@@ -22,6 +22,8 @@ fn tag_of(path: &str) -> &'static str {
         "health"
     } else if path == "/metrics" {
         "metrics"
+    } else if path.starts_with("/status") {
+        "status"
     } else if path.starts_with("/tasks") {
         "tasks"
     } else {
@@ -46,7 +48,8 @@ pub(super) fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 )))
                 .schema(Some(request_id_schema())),
         );
-    if op.path != "/health" {
+    // The page and its assets are public whatever the configuration.
+    if op.path != "/health" && op.path != "/status" {
         builder = builder
             .security(SecurityRequirement::default())
             .security(SecurityRequirement::new("apiKey", Vec::<String>::new()))

@@ -127,7 +127,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 2, "Envelope and ToolRequest");
+        assert_eq!(seen, 3, "Envelope, ToolRequest and StatusFailure");
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
                 let header = op["parameters"]

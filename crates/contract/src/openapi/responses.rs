@@ -17,6 +17,13 @@ use crate::ErrorCode;
 /// The media type of GET /metrics: the Prometheus text exposition format.
 pub const METRICS_MEDIA_TYPE: &str = "text/plain; version=0.0.4";
 
+/// The media type of GET /status: the page.
+pub const STATUS_PAGE_MEDIA_TYPE: &str = "text/html; charset=utf-8";
+
+/// The Content-Security-Policy of GET /status: the page's own scripts, styles and images only,
+/// and requests to its own origin only.
+pub const STATUS_PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /// Whether the per-client rate limit counts the operation's requests (all but /health and
 /// /metrics), so its answers carry the `RateLimit` headers.
 fn rate_limited(op: &Operation) -> bool {
@@ -57,7 +64,31 @@ fn with_rate_limit_headers(
 }
 
 pub(super) fn responses(op: &Operation) -> utoipa::openapi::Responses {
-    let success = if op.id == "getMetrics" {
+    let success = if op.id == "getStatusPage" {
+        let page = ResponseBuilder::new()
+            .description("Success: the page (HTML; its scripts and styles are `/status/assets/*`).")
+            .header("X-Request-Id", request_id_header())
+            .header(
+                "Content-Security-Policy",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some(format!("Always `{STATUS_PAGE_CSP}`.")))
+                    .build(),
+            )
+            .header(
+                "Cache-Control",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some("`no-cache`: the page changes with the binary."))
+                    .build(),
+            );
+        with_rate_limit_headers(page, op, 200).content(
+            STATUS_PAGE_MEDIA_TYPE,
+            ContentBuilder::new()
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                .build(),
+        )
+    } else if op.id == "getMetrics" {
         ResponseBuilder::new()
             .description("Success: every series of the service, in the Prometheus text format.")
             .header("X-Request-Id", request_id_header())
@@ -69,9 +100,18 @@ pub(super) fn responses(op: &Operation) -> utoipa::openapi::Responses {
                     .build(),
             )
     } else {
-        let envelope = ResponseBuilder::new()
+        let mut envelope = ResponseBuilder::new()
             .description("Success: the envelope with `data`.")
             .header("X-Request-Id", request_id_header());
+        if op.id == "getStatusData" {
+            envelope = envelope.header(
+                "Cache-Control",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some("`no-store`: a report is of its moment."))
+                    .build(),
+            );
+        }
         with_rate_limit_headers(envelope, op, 200).content(
             "application/json",
             ContentBuilder::new()
