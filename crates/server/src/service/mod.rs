@@ -22,8 +22,10 @@ mod registry;
 pub mod resilience;
 pub mod settings;
 pub mod stats;
+mod status;
 mod subscriptions;
 pub mod tasks;
+mod timeline;
 mod toolset;
 mod uri_template;
 
@@ -50,6 +52,7 @@ use self::resilience::Resilience;
 pub use self::settings::Settings;
 use self::stats::ToolStats;
 pub use self::tasks::{TaskBook, TaskRequest};
+use self::timeline::Timeline;
 use self::toolset::{CallControls, ToolSet};
 use crate::config::{IDENTIFIER_RULE, ServiceConfig, diff, is_identifier};
 use crate::dependency;
@@ -113,6 +116,8 @@ pub struct Service {
     checks: Checks,
     /// Per-tool call statistics.
     stats: ToolStats,
+    /// The last hour, sampled for GET /status (`monitoring.status_interval_ms`, read at start).
+    timeline: Timeline,
     /// Held while the tool set is rebuilt (a reload, a provider's list change), so a rebuild
     /// never installs a tool set computed from providers another rebuild has replaced.
     rebuilding: tokio::sync::Mutex<()>,
@@ -169,6 +174,7 @@ impl Service {
         });
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
+        let status_interval = config.monitoring.status_interval;
         let resilience = Resilience::default();
         let toolset = ToolSet::new(
             &name,
@@ -200,6 +206,7 @@ impl Service {
             tool_list_version: tokio::sync::watch::channel(0).0,
             checks,
             stats: ToolStats::default(),
+            timeline: Timeline::new(status_interval),
             rebuilding: tokio::sync::Mutex::new(()),
             drain,
             providers,
@@ -260,6 +267,7 @@ impl Service {
         self.first_checks_done().await;
         self.lifecycle.set(Phase::Running);
         self.drain.spawn(self.clone().follow_tool_changes());
+        self.drain.spawn(self.clone().sample_timeline());
         let health = self.health();
         tracing::info!(service = %self.name, status = ?health.status, tools = self.toolset().registry.tools().len(), "service ready");
         Ok(())

@@ -198,6 +198,20 @@ impl ServiceMetrics {
         self.rate_limited.inc();
     }
 
+    /// Refusals counted so far: calls admission control refused (every scope) and requests
+    /// refused with 429 (GET /status's timeline adds the calls an open circuit refused).
+    pub fn refusals(&self) -> u64 {
+        use prometheus::core::Collector;
+        let admission: f64 = self
+            .admission_rejects
+            .collect()
+            .iter()
+            .flat_map(|family| family.get_metric())
+            .map(|metric| metric.get_counter().get_value())
+            .sum();
+        admission as u64 + self.rate_limited.get()
+    }
+
     /// A request made with the API key named `key` was answered (`code`, if it failed).
     pub fn key_request(&self, key: &str, code: Option<ErrorCode>) {
         let code = code.map_or("none", ErrorCode::as_str);
@@ -387,6 +401,7 @@ mod tests {
         metrics.request("/tools", "200", None);
         metrics.admission_rejected("tool");
         metrics.rate_limited();
+        assert_eq!(metrics.refusals(), 2, "the refusals the status page charts");
         metrics.key_request("ci", None);
         metrics.key_request("ci", Some(ErrorCode::Forbidden));
         metrics.key_request("ci", Some(ErrorCode::Forbidden));
