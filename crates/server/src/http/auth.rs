@@ -3,7 +3,8 @@
 //! `security.public_routes` must bring one that is accepted; its [`Client`] (the key's name
 //! or the token's subject, and the tools it may use) goes with the request. Without one the
 //! answer is 401, with an RFC 6750 / RFC 9728 challenge naming the protected-resource
-//! metadata when OAuth is on. The protected-resource metadata itself is always public.
+//! metadata when OAuth is on. The protected-resource metadata itself is always public, and so
+//! are the status page and its assets (`/status`, `/status/assets/*`; not its report).
 //!
 //! A key, or a token whose issuer key is cached, is judged at once (no boxed future); a token
 //! that needs the issuer (a new key id, introspection) is judged in a future of its own.
@@ -20,6 +21,7 @@ use tower::{Layer, Service as TowerService};
 
 use super::protected_resource::{self, Resource};
 use super::reply::Reply;
+use super::status_page;
 use crate::service::Service;
 use crate::service::client::{Client, TokenIdentity, ToolScope};
 pub use crate::service::oauth::insufficient_scope;
@@ -132,7 +134,9 @@ fn judge(settings: &Settings, request: &mut Request) -> Judged {
         return Judged::Pass;
     }
     let path = request.uri().path();
-    if protected_resource::is_metadata_path(path) {
+    // The protected-resource metadata, and the status page with its assets (they hold no
+    // data; the page asks for a key when its report is refused), are public whatever the rules.
+    if protected_resource::is_metadata_path(path) || status_page::is_public(path) {
         return Judged::Pass;
     }
     let public = security.is_public(path);

@@ -32,11 +32,15 @@ pub fn allowed(path: &str) -> Option<&'static [Method]> {
         | "/resources"
         | "/resources/read"
         | "/resource-templates"
-        | "/prompts" => Some(GET),
+        | "/prompts"
+        | "/status"
+        | "/status/"
+        | "/status/data" => Some(GET),
         "/call-tool" | "/messages" => Some(POST),
         "/mcp" => Some(MCP),
         _ if path.starts_with("/mcp/") => Some(MCP),
         _ if path == "/docs" || path.starts_with("/docs/") => Some(GET),
+        _ if super::status_page::asset_name(path).is_some() => Some(GET),
         _ if path
             .strip_prefix("/tools/")
             .or_else(|| path.strip_prefix("/prompts/"))
@@ -65,6 +69,9 @@ pub fn route(path: &str) -> &'static str {
         "/sse" => "/sse",
         "/messages" => "/messages",
         "/mcp" => "/mcp",
+        "/status" | "/status/" => "/status",
+        "/status/data" => "/status/data",
+        _ if super::status_page::asset_name(path).is_some() => "/status/assets/{file}",
         _ if path.starts_with("/mcp/") => "/mcp",
         _ if path == "/docs" || path.starts_with("/docs/") => "/docs",
         _ if path
@@ -182,6 +189,11 @@ mod tests {
         assert_eq!(route("/docs/swagger-ui.css"), "/docs");
         assert_eq!(route("/mcp/"), "/mcp");
         assert_eq!(route("/wp-admin/x"), "other");
+        assert_eq!(route("/status/"), "/status");
+        assert_eq!(route("/status/assets/status.js"), "/status/assets/{file}");
+        assert_eq!(allowed("/status/assets/status.js"), Some(GET));
+        assert_eq!(route("/status/assets/a/b"), "other");
+        assert_eq!(allowed("/status/assets/"), None);
         // Every path with declared methods has a route of its own.
         for path in [
             "/tools",
@@ -196,6 +208,8 @@ mod tests {
             "/resources/read",
             "/resource-templates",
             "/prompts",
+            "/status",
+            "/status/data",
         ] {
             assert!(allowed(path).is_some(), "{path}");
             assert_eq!(route(path), path);

@@ -2,7 +2,7 @@
 //! apply to every request.
 //!
 //! Layer order, outermost first: trace context (W3C `traceparent`, the server span) → request
-//! metrics → Host and Origin (403 before anything acts on the request) → plain OPTIONS → CORS
+//! metrics → the status page's headers (on `/status*` only) → Host and Origin (403 before anything acts on the request) → plain OPTIONS → CORS
 //! → envelope (methods, request id, envelope, log line) → header limits → lifecycle gate →
 //! credentials (API key, OAuth bearer token) → rate limit → panic catcher → routes.
 
@@ -24,6 +24,7 @@ pub mod rate_limit;
 pub mod reply;
 pub mod request_id;
 mod spliced;
+pub mod status_page;
 pub mod trace_context;
 
 use std::sync::Arc;
@@ -68,6 +69,10 @@ pub fn routes(service: Arc<Service>) -> Router {
         .route("/health", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route("/metrics", get(handlers::metrics))
+        .route(status_page::PAGE, get(status_page::page))
+        .route("/status/", get(status_page::trailing_slash))
+        .route("/status/assets/{file}", get(status_page::asset))
+        .route(status_page::DATA, get(status_page::data))
         .route(
             protected_resource::METADATA_PATH,
             get(protected_resource::metadata),
@@ -95,6 +100,7 @@ pub fn with_layers(routes: Router, service: Arc<Service>) -> Router {
         ServiceBuilder::new()
             .layer(AroundLayer(trace_context::TraceLayer(service.clone())))
             .layer(AroundLayer(metrics::CountRequests(service.clone())))
+            .layer(AroundLayer(status_page::StatusHeaders))
             .layer(GuardLayer::new(service.clone(), hosts::check))
             .layer(GuardLayer::new(service.clone(), methods::plain_options))
             .layer(cors::layer(service.clone()))
