@@ -46,6 +46,7 @@ mod resources_prompts;
 mod search_provider;
 mod security;
 mod shipped_services;
+mod status_page;
 mod tasks;
 mod tool_names;
 mod traces;
