@@ -62,6 +62,8 @@ source "$lib_dir/start.sh"
 source "$lib_dir/stop.sh"
 # shellcheck source=SCRIPTDIR/lib/status.sh
 source "$lib_dir/status.sh"
+# shellcheck source=SCRIPTDIR/lib/overview.sh
+source "$lib_dir/overview.sh"
 
 usage() {
   cat <<'EOF'
@@ -79,10 +81,16 @@ Commands (each for every enabled service of the registry, or for the one SERVICE
   logs      The last lines of the service's log (of every service's, each line prefixed with
             the service's name); -f follows them.
   health    GET /health, pretty-printed (all services: one JSON object by service name).
+  status-page
+            One HTML page for people that lists each service with its port, its health read
+            now and a link to its live status page (http://HOST:PORT/status); written as
+            status.html in the log folder, its path printed, and opened in the browser (open on
+            macOS, else xdg-open when present). Exit 0 once written, whatever the health.
 
 Options:
   --json              status: one JSON document instead of the table.
   -f, --follow        logs: keep following.
+  --no-open           status-page: write the page and print its path, do not open it.
   -n, --lines N       logs: how many lines to show first (default 50).
   --timeout SECONDS   start/restart: how long to wait for /health (default 15;
                       MCP_GATEWAY_START_TIMEOUT).
@@ -126,6 +134,7 @@ command=""
 service_arg=""
 want_json=0
 follow=0
+open_page=1
 lines=50
 color_when="auto"
 opt_config_dir="${MCP_GATEWAY_CONFIG_DIR:-}"
@@ -142,6 +151,7 @@ while [ $# -gt 0 ]; do
     -h | --help) usage; exit 0 ;;
     --json) want_json=1 ;;
     -f | --follow) follow=1 ;;
+    --no-open) open_page=0 ;;
     -n | --lines) need_value "$1" $#; lines="$2"; shift ;;
     --lines=*) lines="${1#*=}" ;;
     --timeout) need_value "$1" $#; start_timeout="$2"; shift ;;
@@ -172,7 +182,7 @@ while [ $# -gt 0 ]; do
 done
 
 case "$command" in
-  start | stop | restart | status | logs | health) ;;
+  start | stop | restart | status | logs | health | status-page) ;;
   "") usage >&2; exit 2 ;;
   *) die_usage "unknown command '$command'" ;;
 esac
@@ -182,6 +192,7 @@ if ! [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]]; then
 fi
 [ "$want_json" -eq 0 ] || [ "$command" = status ] || die_usage "--json goes with status"
 [ "$follow" -eq 0 ] || [ "$command" = logs ] || die_usage "-f goes with logs"
+[ "$open_page" -eq 1 ] || [ "$command" = status-page ] || die_usage "--no-open goes with status-page"
 
 set_colors "$color_when" || die_usage "--color wants auto, always or never, not '$color_when'"
 
@@ -286,4 +297,5 @@ case "$command" in
   status) cmd_status ;;
   logs) cmd_logs ;;
   health) cmd_health ;;
+  status-page) cmd_status_page ;;
 esac

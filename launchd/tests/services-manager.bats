@@ -108,6 +108,39 @@ pid_of() { cat "$MCP_GATEWAY_STATE_DIR/run/$1.pid"; }
   echo "$output" | jq -e '(keys | sort) == (["ai-gateway","code-graph-rag","docwell","probe","seekr"]) and .probe.data.status == "healthy"'
 }
 
+@test "status-page: one HTML page linking every service's live /status with its health now" {
+  run --separate-stderr "$MANAGER" status-page --no-open
+  [ "$status" -eq 0 ]
+  local page="$MCP_GATEWAY_STATE_DIR/logs/status.html" port link
+  [ "$output" = "$page" ]
+  [ -s "$page" ]
+  grep -q '<!doctype html>' "$page"
+  grep -q '<html lang="en">' "$page"
+  for s in $ENABLED; do
+    port="$(registry_port "$MCP_GATEWAY_CONFIG_DIR" "$s")"
+    link="http://127.0.0.1:$port/status"
+    grep -q "<th scope=\"row\">$s</th><td class=\"num\">$port</td>" "$page"
+    grep -qF "<a href=\"$link\">$link</a>" "$page"
+    # The link is the service's own page, served now.
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$link")" = 200 ]
+  done
+  grep -qF 'data-health="healthy">healthy<' "$page"
+  grep -qF 'data-health="unavailable">unavailable (running, no tool can run)<' "$page"
+  run ! grep -q everything "$page"
+  # Opened with xdg-open where there is no macOS open (a stand-in records what it was given).
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # shellcheck disable=SC2016 # $1 is the stand-in's own argument
+  printf '#!/bin/sh\necho "$1" >"%s"\n' "$BATS_TEST_TMPDIR/opened" >"$BATS_TEST_TMPDIR/bin/xdg-open"
+  chmod +x "$BATS_TEST_TMPDIR/bin/xdg-open"
+  PATH="$BATS_TEST_TMPDIR/bin:$PATH" run --separate-stderr "$MANAGER" status-page probe
+  [ "$status" -eq 0 ]
+  [ "$(cat "$BATS_TEST_TMPDIR/opened")" = "$page" ]
+  grep -q '>probe</th>' "$page"
+  run ! grep -q '>seekr</th>' "$page"
+  run "$MANAGER" status --no-open
+  [ "$status" -eq 2 ]
+}
+
 @test "logs: one service plain, all services prefixed with their name" {
   run --separate-stderr "$MANAGER" logs seekr -n 2
   [ "$status" -eq 0 ]
@@ -314,7 +347,7 @@ EOF
 @test "usage errors exit 2; --help documents commands, environment and exit codes" {
   run "$MANAGER" --help
   [ "$status" -eq 0 ]
-  for word in start stop restart status logs health --json MCP_GATEWAY_CONFIG_DIR MCP_GATEWAY_BIN MCP_GATEWAY_STATE_DIR "Exit codes"; do
+  for word in start stop restart status logs health status-page --no-open --json MCP_GATEWAY_CONFIG_DIR MCP_GATEWAY_BIN MCP_GATEWAY_STATE_DIR "Exit codes"; do
     [[ "$output" == *"$word"* ]]
   done
   run "$MANAGER"
