@@ -72,7 +72,8 @@ if first is not None:
     url = rows[first][1]
     print(f"\nTry:\n  curl -s {url}/tools     # the tools and their schemas\n"
           f"  curl -s {url}/health    # the service and each dependency\n"
-          f"  {url}/docs is Swagger UI; {url}/mcp serves MCP clients\n")
+          f"  {url}/docs is Swagger UI; {url}/mcp serves MCP clients\n"
+          f"  {url}/status shows how the service is doing, in a browser\n")
 sys.exit(1 if missing else 0)
 PY
 }
