@@ -74,7 +74,9 @@ async fn sigterm_answers_every_call_in_flight_then_exits_zero() {
             let client = client.clone();
             let url = gw.url("/call-tool");
             tokio::spawn(async move {
-                let body = json!({"tool": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": 2}});
+                // Arguments of its own per call: identical read-only calls in flight would share
+                // one upstream call (resilience.cache.coalesce).
+                let body = json!({"tool": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": i + 1}});
                 let a = Answer::from(client.post(url).json(&body).send().await.unwrap()).await;
                 (i, a)
             })

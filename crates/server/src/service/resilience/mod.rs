@@ -273,7 +273,12 @@ impl ProviderResilience {
         hedge_after: Option<Duration>,
         attempt: &'a Attempt<'a>,
     ) -> Result<ToolOutput, ToolError> {
-        let left = || deadline.saturating_duration_since(Instant::now());
+        // Rounded up to the millisecond: the first attempt gets the tool's timeout as it is
+        // configured (its message says so), later ones what is left of it.
+        let left = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            Duration::from_millis((left.as_micros() as u64).div_ceil(1000))
+        };
         let primary = recorded(pass, attempt(left()));
         let Some(after) = hedge_after.filter(|after| *after < left()) else {
             return primary.await;
