@@ -277,7 +277,8 @@ impl HedgeConfig {
 }
 
 /// Read-only results shared and kept. Identical calls in flight at once (same tool, same
-/// arguments, same caller scope) share one upstream call (`coalesce`, on by default); results
+/// arguments, same caller scope) share one upstream call (`coalesce`, off by default: sharing
+/// one answer among callers is the operator's choice, not the upstream's annotation); results
 /// of the tools a rule names are kept for its `ttl_ms`, at most `max_entries` and `max_bytes`
 /// per provider (the oldest go first), in Redis too when the service has a `cluster`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -285,7 +286,7 @@ impl HedgeConfig {
 pub struct CacheConfig {
     #[serde(default = "yes")]
     pub enabled: bool,
-    #[serde(default = "yes")]
+    #[serde(default)]
     pub coalesce: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<CacheRule>,
@@ -306,7 +307,7 @@ impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
             enabled: true,
-            coalesce: true,
+            coalesce: false,
             tools: Vec::new(),
             max_entries: default_max_entries(),
             max_bytes: default_max_bytes(),

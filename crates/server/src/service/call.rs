@@ -919,7 +919,7 @@ providers:
     #[tokio::test]
     async fn identical_read_only_calls_in_flight_share_one_upstream_call() {
         let up = faulty().await;
-        let service = resilient(up.port, "{ read_only: [slow] }").await;
+        let service = resilient(up.port, "{ read_only: [slow], cache: { coalesce: true } }").await;
         let calls: Vec<_> = (0..20)
             .map(|_| {
                 let service = service.clone();

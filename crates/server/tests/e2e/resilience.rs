@@ -517,7 +517,7 @@ async fn a_hundred_identical_read_only_calls_at_once_reach_the_upstream_once() {
                 "faulty",
                 1,
                 dir.path(),
-                "{ cache: { tools: [ { tool: lookup, ttl_ms: 60000 } ] } }",
+                "{ cache: { coalesce: true, tools: [ { tool: lookup, ttl_ms: 60000 } ] } }",
                 20000
             )
         ),
