@@ -291,8 +291,15 @@ impl super::Service {
 pub const FIND_TOOLS: &str = "find_tools";
 pub const CALL_TOOL: &str = "call_tool";
 
-/// [`FIND_TOOLS`] and [`CALL_TOOL`] as `tools/list` lists them.
+/// [`FIND_TOOLS`] and [`CALL_TOOL`] as `tools/list` lists them, built once (every
+/// `tools/list` and every call's tool lookup of a discovery service reads them).
 pub fn meta_tools() -> Vec<rmcp::model::Tool> {
+    static TOOLS: std::sync::LazyLock<Vec<rmcp::model::Tool>> =
+        std::sync::LazyLock::new(build_meta_tools);
+    TOOLS.clone()
+}
+
+fn build_meta_tools() -> Vec<rmcp::model::Tool> {
     let tools = json!([
         {
             "name": FIND_TOOLS,
