@@ -1,6 +1,6 @@
 //! The load suite has teeth: the `loadtest` binary against the real gateway binary, whose one
 //! tool (an `http` provider) calls a tiny real upstream (`loadtest::upstream`) — healthy, then
-//! with a fault injected there, never in the gateway: a 5× slower upstream, an upstream that
+//! with a fault injected there, never in the gateway: an 8× slower upstream, an upstream that
 //! serves one call at a time, an upstream that drops one connection. Each healthy run passes
 //! with margin; each fault fails the verdict meant to catch it. Runs are 2 s per phase and one
 //! at a time (they measure latency on a shared machine).
@@ -143,8 +143,9 @@ fn verdict(summary: &Value, i: usize) -> (bool, String) {
     )
 }
 
-/// 20 clients at 100 calls/s; the upstream takes 5 ms, so a call takes ~6–8 ms through the
-/// debug gateway: the 20 ms budget holds with margin, and 5× slower (25 ms) cannot meet it.
+/// 20 clients at 100 calls/s; the upstream takes 5 ms, so a call's p95 is ~10 ms through the
+/// debug gateway and ~23 ms through the coverage-instrumented one CI runs: the 30 ms budget holds,
+/// and 8× slower (40 ms, above the budget by the upstream's time alone) cannot meet it.
 const LOAD: &[&str] = &[
     "--users",
     "20",
@@ -152,11 +153,11 @@ const LOAD: &[&str] = &[
     "100",
     "--no-saturation",
     "--budget-p95-ms",
-    "20",
+    "30",
 ];
 
 #[test]
-fn load_passes_and_a_5x_slowdown_fails_the_budget() {
+fn load_passes_and_an_8x_slowdown_fails_the_budget() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let fast = upstream(5, false, None);
     let (code, summary) = loadtest(&gateway(&fast).url, LOAD);
@@ -166,7 +167,7 @@ fn load_passes_and_a_5x_slowdown_fails_the_budget() {
     assert_eq!(open["lost"], 0);
     assert!(open["sent"].as_u64().unwrap() >= 190, "{open:#}");
 
-    let slow = upstream(25, false, None);
+    let slow = upstream(40, false, None);
     let (code, summary) = loadtest(&gateway(&slow).url, LOAD);
     assert_eq!(code, 1, "{summary:#}");
     let (failures, budget) = (verdict(&summary, 0), verdict(&summary, 1));
