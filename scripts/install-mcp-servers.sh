@@ -27,12 +27,15 @@ JOSE_VERSION="6.2.17"
 # UI's Authorize button against that issuer (crates/server/tests/fixtures/swagger_authorize.mjs).
 # 1.65.1 runs on Node 20 (it needs >= 20).
 PLAYWRIGHT_CORE_VERSION="1.65.1"
+# The official MCP TypeScript SDK, for the fixtures written with it (crates/server/tests/
+# fixtures/enum_elicitation_*.mjs); the release server-everything brings, so one copy serves both.
+TS_SDK_VERSION="1.32.2"
 # The accessibility check of the status page in that browser (crates/server/tests/fixtures/
 # status_page.mjs injects its axe.min.js into the page and runs it).
 AXE_CORE_VERSION="4.14.1"
 
 stamp="$deps/.installed"
-want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION oidc-provider=$OIDC_PROVIDER_VERSION jose=$JOSE_VERSION playwright-core=$PLAYWRIGHT_CORE_VERSION axe-core=$AXE_CORE_VERSION"
+want="everything=$EVERYTHING_VERSION memory=$MEMORY_VERSION time=$TIME_VERSION inspector=$INSPECTOR_VERSION otlp-proto=$OTLP_PROTO_VERSION oidc-provider=$OIDC_PROVIDER_VERSION jose=$JOSE_VERSION playwright-core=$PLAYWRIGHT_CORE_VERSION axe-core=$AXE_CORE_VERSION ts-sdk=$TS_SDK_VERSION"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -55,7 +58,8 @@ npm install --prefix "$deps" --no-audit --no-fund --loglevel=error \
   "oidc-provider@$OIDC_PROVIDER_VERSION" \
   "jose@$JOSE_VERSION" \
   "playwright-core@$PLAYWRIGHT_CORE_VERSION" \
-  "axe-core@$AXE_CORE_VERSION" >&2
+  "axe-core@$AXE_CORE_VERSION" \
+  "@modelcontextprotocol/sdk@$TS_SDK_VERSION" >&2
 
 # PyPI: its own venv, since mcp-server-time needs a newer `mcp` than the system may carry.
 if [ ! -x "$deps/venv/bin/python" ]; then

@@ -20,6 +20,11 @@
 //!
 //! `docs/architecture.md` is the same map in more words.
 
+// serde_json keeps object keys in the order they came (`preserve_order`: what a server writes
+// reaches the client as written), which makes a JSON value 80 bytes; the error types that
+// carry one are then "large" to clippy, though they are built only on a failing call's path.
+#![allow(clippy::result_large_err)]
+
 pub mod clock;
 pub mod commands;
 pub mod config;

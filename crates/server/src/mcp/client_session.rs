@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientCapabilities, ClientResult, CreateMessageRequest, ElicitRequest, GetExtensions,
-    ListRootsRequest, LoggingLevel, ProtocolVersion, RequestId, ServerRequest,
+    ClientCapabilities, ClientResult, CreateMessageRequest, CustomRequest, ElicitRequest,
+    GetExtensions, ListRootsRequest, LoggingLevel, ProtocolVersion, RequestId, ServerRequest,
 };
 use rmcp::service::OriginatingRequestId;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -124,8 +124,20 @@ impl McpClientSession {
             ClientAsk::Sampling(params) => {
                 ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
             }
-            ClientAsk::Elicitation(params) => {
-                ServerRequest::ElicitRequest(ElicitRequest::new(params))
+            // As the server wrote it: rmcp's typed form would reorder and drop keywords.
+            ClientAsk::Elicitation {
+                as_sent: Some(params),
+                ..
+            } => ServerRequest::CustomRequest(CustomRequest::new(method, Some(params))),
+            ClientAsk::Elicitation {
+                params: Some(params),
+                ..
+            } => ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+            ClientAsk::Elicitation { .. } => {
+                return Err(McpError::internal_error(
+                    format!("{method}: neither typed nor as-sent params"),
+                    None,
+                ));
             }
             ClientAsk::Roots => ServerRequest::ListRootsRequest(ListRootsRequest::default()),
         };
@@ -149,6 +161,19 @@ impl McpClientSession {
         match answer {
             ClientResult::CreateMessageResult(r) => Ok(ClientAnswer::Sampling(*r)),
             ClientResult::ElicitResult(r) => Ok(ClientAnswer::Elicitation(r)),
+            // The answer to a request sent as the server wrote it comes back untyped.
+            ClientResult::CustomResult(r) if method == "elicitation/create" => {
+                serde_json::from_value(r.0)
+                    .map(ClientAnswer::Elicitation)
+                    .map_err(|e| {
+                        McpError::invalid_params(
+                            format!(
+                                "{method}: the client's answer is not an elicitation result: {e}"
+                            ),
+                            None,
+                        )
+                    })
+            }
             ClientResult::ListRootsResult(r) => Ok(ClientAnswer::Roots(r)),
             _ => Err(McpError::internal_error(
                 format!("{method}: the client answered with another kind of result"),

@@ -422,7 +422,18 @@ impl RoundTrip {
         key: Option<String>,
     ) -> Result<ClientAnswer, McpError> {
         let (kind, request) = match ask {
-            ClientAsk::Elicitation(params) => (
+            // A round carries typed requests: one whose schema rmcp's types cannot hold
+            // cannot be asked in one (a handshake-era client is asked it as sent).
+            ClientAsk::Elicitation { params: None, .. } => {
+                return Err(McpError::invalid_params(
+                    "elicitation/create: the server's requested schema has a form the gateway cannot put in an input_required round",
+                    None,
+                ));
+            }
+            ClientAsk::Elicitation {
+                params: Some(params),
+                ..
+            } => (
                 AskKind::Elicitation,
                 InputRequest::Elicitation(ElicitRequest::new(params)),
             ),
@@ -601,13 +612,16 @@ mod tests {
     }
 
     fn elicitation() -> ClientAsk {
-        ClientAsk::Elicitation(
-            serde_json::from_value(serde_json::json!({
-                "message": "Name?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-            }))
-            .unwrap(),
-        )
+        ClientAsk::Elicitation {
+            params: Some(
+                serde_json::from_value(serde_json::json!({
+                    "message": "Name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                }))
+                .unwrap(),
+            ),
+            as_sent: None,
+        }
     }
 
     #[tokio::test]

@@ -70,7 +70,14 @@ pub trait ClientSession: Send + Sync {
 /// A request from an upstream server to its client, to be asked of a client of the gateway.
 pub enum ClientAsk {
     Sampling(CreateMessageRequestParams),
-    Elicitation(ElicitRequestParams),
+    /// `params`: as rmcp reads them (`None`: a schema its types cannot hold); `as_sent`: as
+    /// the upstream wrote them, when its transport kept them (`provider::mcp::upstream::wire`).
+    /// A client is asked with `as_sent` when there is one, so it sees the requested schema
+    /// exactly as the server wrote it. One of the two is always there.
+    Elicitation {
+        params: Option<ElicitRequestParams>,
+        as_sent: Option<serde_json::Value>,
+    },
     Roots,
 }
 
@@ -78,7 +85,7 @@ impl ClientAsk {
     pub fn method(&self) -> &'static str {
         match self {
             ClientAsk::Sampling(_) => "sampling/createMessage",
-            ClientAsk::Elicitation(_) => "elicitation/create",
+            ClientAsk::Elicitation { .. } => "elicitation/create",
             ClientAsk::Roots => "roots/list",
         }
     }
@@ -88,12 +95,21 @@ impl ClientAsk {
         match self {
             ClientAsk::Sampling(_) => capabilities.sampling.is_some(),
             // URL mode needs `url`; form mode is `form`, or an empty capability (older clients).
-            ClientAsk::Elicitation(params) => match &capabilities.elicitation {
+            ClientAsk::Elicitation { params, as_sent } => match &capabilities.elicitation {
                 None => false,
-                Some(e) => match params {
-                    ElicitRequestParams::UrlElicitationParams { .. } => e.url.is_some(),
-                    _ => e.form.is_some() || e.url.is_none(),
-                },
+                Some(e) => {
+                    let url_mode = match params {
+                        Some(params) => {
+                            matches!(params, ElicitRequestParams::UrlElicitationParams { .. })
+                        }
+                        None => as_sent.as_ref().is_some_and(|p| p["mode"] == "url"),
+                    };
+                    if url_mode {
+                        e.url.is_some()
+                    } else {
+                        e.form.is_some() || e.url.is_none()
+                    }
+                }
             },
             ClientAsk::Roots => capabilities.roots.is_some(),
         }
@@ -291,7 +307,10 @@ mod tests {
             )
             .unwrap(),
         };
-        let elicit = ClientAsk::Elicitation(form);
+        let elicit = ClientAsk::Elicitation {
+            params: Some(form),
+            as_sent: None,
+        };
         assert!(elicit.offered_by(&caps(serde_json::json!({"elicitation": {}}))));
         assert!(elicit.offered_by(&caps(serde_json::json!({"elicitation": {"form": {}}}))));
         assert!(!elicit.offered_by(&caps(serde_json::json!({"elicitation": {"url": {}}}))));

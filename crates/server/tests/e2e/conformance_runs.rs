@@ -38,6 +38,11 @@ fn examples() -> Vec<(String, serde_json::Value)> {
             "convert_time".into(),
             serde_json::json!({"source_timezone": "UTC", "time": "12:30", "target_timezone": "Asia/Tokyo"}),
         ),
+        // ai-gateway's LiteLLM proxy serves these models only.
+        (
+            "generate".into(),
+            serde_json::json!({"model": "mock-small", "prompt": "hello"}),
+        ),
         // The built-in search of seekr and docwell, over tests/fixtures/search.
         (
             "read_file".into(),

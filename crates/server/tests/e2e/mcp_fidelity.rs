@@ -7,6 +7,8 @@
 //! protocol eras list and call tools, and a 2026-07-28 request whose headers disagree with its
 //! body is refused.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::harness::*;
@@ -205,4 +207,134 @@ async fn a_sessions_own_upstream_connection_ends_with_the_session() {
     )
     .await;
     assert!(alive(shared[0]), "the shared connection stays");
+}
+
+/// An elicitation reaches the client through the gateway as the server wrote it, over every
+/// transport the gateway reaches a server by. The server is written with the official
+/// TypeScript SDK in the handshake era; its requested schemas hold the five enum forms of
+/// SEP-1330 (untitled and titled single-select, legacy `enumNames`, untitled and titled
+/// multi-select), and only defaults (SEP-1034); one is asked on the call's own stream, one on no
+/// call's (Streamable HTTP's standalone stream). A client written with the same SDK sees each
+/// request as it came off the wire: the schema's text is the same directly and through the
+/// gateway, key for key in the server's order, and so is the tool's answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_elicitation_reaches_the_client_as_the_server_wrote_it_over_every_transport() {
+    let (server, client) = (
+        fixture("enum_elicitation_server.mjs"),
+        fixture("enum_elicitation_client.mjs"),
+    );
+    let (http_port, sse_port) = (free_port(), free_port());
+    let _http = start_node_server_on("enum_elicitation_server.mjs", &["http"], http_port).await;
+    let _sse = start_node_server_on("enum_elicitation_server.mjs", &["sse"], sse_port).await;
+    let http_url = format!("http://127.0.0.1:{http_port}/mcp");
+    let sse_url = format!("http://127.0.0.1:{sse_port}/sse");
+    let transports = [
+        (
+            "stdio",
+            vec!["stdio", "node", &server, "stdio"],
+            format!("command: node, args: [\"{server}\", stdio]"),
+        ),
+        (
+            "Streamable HTTP",
+            vec!["http", &http_url],
+            format!("url: \"{http_url}\""),
+        ),
+        (
+            "legacy SSE",
+            vec!["sse", &sse_url],
+            format!("url: \"{sse_url}\""),
+        ),
+    ];
+    for (transport, direct_args, entry) in transports {
+        let mut args = vec![client.clone()];
+        args.extend(direct_args.iter().map(|a| a.to_string()));
+        let direct = run_node(args).await;
+        // What the comparison rests on: each form is in the schema the client was asked with.
+        let enums = direct["ask_enums"]["requestedSchema_text"]
+            .as_str()
+            .unwrap();
+        for form in [
+            r#""enum":["red","green","blue"]"#,
+            r#""oneOf":[{"const":"s","title":"Small"}"#,
+            r#""enumNames":["Option A","Option B"]"#,
+            r#""items":{"type":"string","enum":["x","y","z"]}"#,
+            r#""items":{"anyOf":[{"const":"apple","title":"Apple"}"#,
+        ] {
+            assert!(enums.contains(form), "{transport}: {form} not in {enums}");
+        }
+        let gw = Gateway::start(
+            "enums",
+            &format!("providers:\n  - {{ name: asks, kind: mcp, {entry} }}\n"),
+        )
+        .await;
+        let through = run_node(vec![client.clone(), "http".into(), gw.url("/mcp")]).await;
+        for (tool, seen) in direct.as_object().unwrap() {
+            let got = &through[tool];
+            for part in ["requestedSchema_text", "message", "mode", "result"] {
+                assert_eq!(
+                    got[part], seen[part],
+                    "{transport}: {tool}'s {part} differs through the gateway"
+                );
+            }
+            // rmcp gives every request the gateway sends a progress token in `_meta`
+            // (docs/mcp.md); nothing else is added, dropped or moved.
+            let keys: Vec<&Value> = got["params_keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|k| *k != "_meta")
+                .collect();
+            assert_eq!(
+                keys,
+                seen["params_keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .collect::<Vec<_>>(),
+                "{transport}: {tool}"
+            );
+        }
+    }
+}
+
+/// A server's request that cannot be delivered is answered with an error, and the log says so:
+/// the server asks for input 100 ms after its call has ended, when no client call is in flight
+/// on the connection; the gateway waits for a call to come (2 s), then answers the server with
+/// an error it can see, and logs a warning naming the server and the method.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_no_client_can_be_asked_is_answered_with_an_error_and_logged() {
+    let server = fixture("enum_elicitation_server.mjs");
+    let gw = Gateway::start(
+        "enums",
+        &format!(
+            "providers:\n  - {{ name: asks, kind: mcp, command: node, args: [\"{server}\", stdio] }}\n"
+        ),
+    )
+    .await;
+    let asked = call(&gw, "ask_later", serde_json::json!({})).await;
+    assert_eq!(asked.status, 200, "{:?}", asked.body);
+    let warned = eventually(Duration::from_secs(20), "the warning", || async {
+        gw.log_lines().into_iter().find(|line| {
+            line["level"] == "WARN"
+                && line["method"] == "elicitation/create"
+                && line["provider"] == "asks"
+        })
+    })
+    .await;
+    assert!(
+        warned["error"]
+            .as_str()
+            .unwrap()
+            .contains("no client call is in flight"),
+        "{warned}"
+    );
+    let outcome = call(&gw, "last_outcome", serde_json::json!({})).await;
+    let text = outcome.body["data"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("error: ") && text.contains("no client call is in flight"),
+        "the server got: {text}"
+    );
 }

@@ -17,14 +17,16 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, Implementation,
-    ListRootsResult, LoggingMessageNotificationParam, ProtocolVersion, RequestId,
-    ResourceUpdatedNotificationParam, RootsCapabilities, SamplingCapability,
+    CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    ProtocolVersion, RequestId, ResourceUpdatedNotificationParam, RootsCapabilities,
+    SamplingCapability,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use tokio::sync::Notify;
 
+use super::upstream::wire::WireRequests;
 use crate::provider::ProgressSink;
 use crate::provider::clients::{
     Caller, ClientAnswer, ClientAsk, ClientNotice, ClientSession, ClientSessions,
@@ -54,6 +56,8 @@ pub(super) struct CallerBook {
     /// at a time under `log_turn`).
     pub(super) logs_queued: Mutex<std::collections::VecDeque<LoggingMessageNotificationParam>>,
     pub(super) log_turn: tokio::sync::Mutex<()>,
+    /// The server's requests as it wrote them, read by the transport ([`WireRequests`]).
+    pub(super) wire: Arc<WireRequests>,
 }
 
 /// How long a call's answer waits for the log messages read before it to be handed on.
@@ -87,7 +91,7 @@ enum Route {
 /// are none, sampling is refused.
 pub(super) fn no_client(ask: ClientAsk) -> Result<ClientAnswer, McpError> {
     match ask {
-        ClientAsk::Elicitation(_) => Ok(ClientAnswer::Elicitation(ElicitResult::new(
+        ClientAsk::Elicitation { .. } => Ok(ClientAnswer::Elicitation(ElicitResult::new(
             ElicitationAction::Decline,
         ))),
         ClientAsk::Roots => Ok(ClientAnswer::Roots(ListRootsResult::default())),
@@ -177,7 +181,30 @@ impl GatewayClient {
         }
     }
 
+    /// Asks the client behind the call the server's request belongs to; when it cannot be
+    /// delivered, the server is answered with the error and the log says so (never dropped).
     async fn ask(
+        &self,
+        context: RequestContext<RoleClient>,
+        ask: ClientAsk,
+    ) -> Result<ClientAnswer, McpError> {
+        let method = ask.method();
+        let asked = self.deliver(context, ask).await;
+        if let Err(error) = &asked {
+            let (service, provider) = (&self.who.0, &self.who.1);
+            let said = "a server's request to its client could not be delivered; the server is answered with the error";
+            // Servers ask their roots on their own at start, before any call: expected, and
+            // asked again in a call.
+            if method == "roots/list" {
+                tracing::info!(service, provider, method, error = %error.message, "{said}");
+            } else {
+                tracing::warn!(service, provider, method, error = %error.message, "{said}");
+            }
+        }
+        asked
+    }
+
+    async fn deliver(
         &self,
         context: RequestContext<RoleClient>,
         ask: ClientAsk,
@@ -297,8 +324,48 @@ impl ClientHandler for GatewayClient {
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        match self.ask(context, ClientAsk::Elicitation(params)).await? {
+        let as_sent = self.callers.wire.take(&context.id);
+        let ask = ClientAsk::Elicitation {
+            params: Some(params),
+            as_sent,
+        };
+        match self.ask(context, ask).await? {
             ClientAnswer::Elicitation(result) => Ok(result),
+            _ => Err(McpError::internal_error("unexpected answer", None)),
+        }
+    }
+
+    /// A request rmcp could not read into its types: an `elicitation/create` whose schema its
+    /// types cannot hold is asked as the server wrote it; any other method is answered
+    /// "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != "elicitation/create" || request.params.is_none() {
+            let (service, provider) = (&self.who.0, &self.who.1);
+            tracing::warn!(
+                service,
+                provider,
+                method = request.method,
+                "the server asked its client something the gateway does not forward"
+            );
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("{}: not forwarded by the gateway", request.method),
+                None,
+            ));
+        }
+        self.callers.wire.take(&context.id);
+        let ask = ClientAsk::Elicitation {
+            params: None,
+            as_sent: request.params,
+        };
+        match self.ask(context, ask).await? {
+            ClientAnswer::Elicitation(result) => serde_json::to_value(result)
+                .map(CustomResult)
+                .map_err(|e| McpError::internal_error(e.to_string(), None)),
             _ => Err(McpError::internal_error("unexpected answer", None)),
         }
     }

@@ -88,7 +88,10 @@ pub(super) fn offered_by(caller: Option<&Caller>) -> ClientCapabilities {
 /// What the server asked, as an ask of a client; `None` for a kind this gateway does not know.
 fn ask_of(request: InputRequest) -> Option<ClientAsk> {
     match request {
-        InputRequest::Elicitation(elicit) => Some(ClientAsk::Elicitation(elicit.params)),
+        InputRequest::Elicitation(elicit) => Some(ClientAsk::Elicitation {
+            params: Some(elicit.params),
+            as_sent: None,
+        }),
         InputRequest::CreateMessage(sample) => Some(ClientAsk::Sampling(sample.params)),
         InputRequest::ListRoots(_) => Some(ClientAsk::Roots),
         _ => None,

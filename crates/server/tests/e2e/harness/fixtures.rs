@@ -35,6 +35,27 @@ pub async fn run_python_with_stderr(args: Vec<String>) -> (serde_json::Value, St
     )
 }
 
+/// Runs a Node fixture program (the official TypeScript SDK comes from .deps/node_modules) to
+/// its end and reads the JSON object it prints last; panics with its output when it fails.
+pub async fn run_node(args: Vec<String>) -> serde_json::Value {
+    let out = tokio::task::spawn_blocking(move || Command::new("node").args(&args).output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+/// A Node fixture server of crates/server/tests/fixtures: `node FILE ARGS… PORT`, once it
+/// listens on `port`.
+pub async fn start_node_server_on(file: &str, args: &[&str], port: u16) -> Killed {
+    let mut server = Command::new("node");
+    server.arg(fixture(file)).args(args).arg(port.to_string());
+    listening(server, port, file).await
+}
+
 /// A file of crates/server/tests/fixtures.
 pub fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

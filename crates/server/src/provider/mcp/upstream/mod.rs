@@ -1,11 +1,13 @@
 //! Reaching an MCP server: which transport a provider uses, built from its configuration with
 //! `${VAR}` expanded, and the one place a connection is opened and the handshake run.
 
+pub mod child;
 pub mod sse;
 pub mod stdio;
 pub mod streamable_http;
 pub mod tap;
 pub mod traced;
+pub mod wire;
 
 use std::path::Path;
 
@@ -113,12 +115,14 @@ pub async fn serve(
     let (service, provider) = who;
     let routes = handler.progress.clone();
     let callers = handler.callers.clone();
+    let wire = callers.wire.clone();
     match endpoint {
         Endpoint::Stdio(spec) => {
-            let (transport, stderr, pid) = spec.spawn().map_err(|source| ConnectError::Spawn {
-                program: spec.program.clone(),
-                source,
-            })?;
+            let (transport, stderr, pid) =
+                spec.spawn(wire).map_err(|source| ConnectError::Spawn {
+                    program: spec.program.clone(),
+                    source,
+                })?;
             if let Some(stderr) = stderr {
                 stdio::forward_stderr(stderr, tasks, service.to_owned(), provider.to_owned(), pid);
             }
@@ -141,7 +145,7 @@ pub async fn serve(
         Endpoint::StreamableHttp(spec) => {
             let transport = ProgressTap::new(
                 IntoTransport::<RoleClient, _, _>::into_transport(
-                    spec.transport().map_err(ConnectError::Client)?,
+                    spec.transport(wire).map_err(ConnectError::Client)?,
                 ),
                 routes,
                 callers,
@@ -154,7 +158,7 @@ pub async fn serve(
                 })
         }
         Endpoint::LegacySse(spec) => {
-            let transport = sse::connect(spec, tasks).await?;
+            let transport = sse::connect(spec, tasks, wire).await?;
             handler
                 .serve(ProgressTap::new(
                     IntoTransport::<RoleClient, _, _>::into_transport(transport),

@@ -5,6 +5,8 @@
 //! send our messages (and headers, which may hold credentials) elsewhere. With `auth`, the
 //! stream's GET and each POST carry the gateway's current token.
 
+use std::sync::Arc;
+
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
 use rmcp::RoleClient;
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 
 use super::streamable_http::HttpSpec;
+use super::wire::WireRequests;
 use crate::dependency::credentials::{CredentialError, refusal};
 use crate::shutdown::Shutdown;
 
@@ -52,7 +55,12 @@ pub type SseTransport = SinkStreamTransport<
 
 /// Opens the stream and waits for its `endpoint` event. The transport ends (and the client
 /// with it) when the stream ends or a POST cannot be delivered.
-pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, SseError> {
+/// Each message event is shown to `wire` before it is parsed.
+pub async fn connect(
+    spec: &HttpSpec,
+    tasks: &Shutdown,
+    wire: Arc<WireRequests>,
+) -> Result<SseTransport, SseError> {
     let client = spec.client().map_err(SseError::Client)?;
     let url = reqwest::Url::parse(&spec.url).map_err(SseError::Url)?;
     let credentials = spec.credentials.clone();
@@ -117,6 +125,7 @@ pub async fn connect(spec: &HttpSpec, tasks: &Shutdown) -> Result<SseTransport, 
                 continue;
             }
             let data = event.data.unwrap_or_default();
+            wire.note(&data);
             match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&data) {
                 Ok(message) => {
                     if to_client.send(message).await.is_err() {

@@ -7,13 +7,15 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 
 use super::EndpointError;
+use super::child::ChildTransport;
+use super::wire::WireRequests;
 use crate::config::expand_env;
 use crate::shutdown::Shutdown;
 
@@ -111,13 +113,20 @@ impl StdioSpec {
 
     /// Starts the child. It leads its own process group (so stopping it stops its children
     /// too) and, on Linux, gets SIGKILL when the gateway dies, even by SIGKILL.
-    pub fn spawn(&self) -> std::io::Result<(TokioChildProcess, Option<ChildStderr>, Option<u32>)> {
+    /// What it writes on stdout is shown to `wire` as it is read.
+    pub fn spawn(
+        &self,
+        wire: Arc<WireRequests>,
+    ) -> std::io::Result<(ChildTransport, Option<ChildStderr>, Option<u32>)> {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
             .env_clear()
             .envs(self.env.iter().cloned())
-            .current_dir(&self.cwd);
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         #[cfg(target_os = "linux")]
         // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
         unsafe {
@@ -135,9 +144,9 @@ impl StdioSpec {
         }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let (process, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(Stdio::piped())
-            .spawn()?;
+        let mut child = wrapped.spawn()?;
+        let stderr = child.stderr().take();
+        let process = ChildTransport::new(child, wire)?;
         let pid = process.id();
         Ok((process, stderr, pid))
     }

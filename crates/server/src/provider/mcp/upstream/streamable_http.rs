@@ -10,6 +10,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::EndpointError;
 use super::traced::TracedClient;
+use super::wire::WireRequests;
 use crate::config::{HttpTransport, expand_env};
 use crate::dependency::credentials::Credentials;
 
@@ -100,14 +101,18 @@ impl HttpSpec {
     /// A Streamable HTTP transport; an upstream session that expires (404) is re-initialized
     /// and the requests it refused are sent again — rmcp's `reinit_on_expired_session`, safe
     /// because a 404 means the server never ran them.
-    /// Requests carry their trace context as headers too ([`TracedClient`]).
-    pub fn transport(&self) -> reqwest::Result<StreamableHttpClientTransport<TracedClient>> {
+    /// Requests carry their trace context as headers too ([`TracedClient`]), and the server's
+    /// SSE events are shown to `wire` as they are read.
+    pub fn transport(
+        &self,
+        wire: Arc<WireRequests>,
+    ) -> reqwest::Result<StreamableHttpClientTransport<TracedClient>> {
         let headers = self.header_map();
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
             .custom_headers(headers)
             .reinit_on_expired_session(true);
         Ok(StreamableHttpClientTransport::with_client(
-            TracedClient::new(self.provider.clone(), self.credentials.clone())?,
+            TracedClient::new(self.provider.clone(), self.credentials.clone(), wire)?,
             config,
         ))
     }

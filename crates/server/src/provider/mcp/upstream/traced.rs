@@ -5,11 +5,13 @@
 //! were. With `auth`, every request also carries the gateway's current token (fetched or
 //! refreshed per request, so a new token needs no new connection); a token the server refuses
 //! (401) is forgotten and the request sent once more with a fresh one, and a refusal that
-//! stays is said naming the server and quoting its challenge.
+//! stays is said naming the server and quoting its challenge. Every SSE event the server sends
+//! is shown to [`WireRequests`] as it is read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, GetMeta, JsonRpcMessage};
@@ -20,6 +22,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use std::future::Future;
 
+use super::wire::WireRequests;
 use crate::dependency::credentials::{Credentials, refusal};
 use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
 
@@ -53,6 +56,7 @@ pub struct TracedClient {
     /// The server's name, for refusals.
     provider: Arc<str>,
     credentials: Option<Arc<Credentials>>,
+    wire: Arc<WireRequests>,
 }
 
 impl TracedClient {
@@ -63,6 +67,7 @@ impl TracedClient {
     pub fn new(
         provider: Arc<str>,
         credentials: Option<Arc<Credentials>>,
+        wire: Arc<WireRequests>,
     ) -> reqwest::Result<TracedClient> {
         let same_origin = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_post = matches!(attempt.status().as_u16(), 307 | 308);
@@ -84,7 +89,35 @@ impl TracedClient {
                 http,
                 provider,
                 credentials,
+                wire,
             })
+    }
+
+    /// `events`, each shown to [`WireRequests`] as it is read.
+    fn tapped(
+        &self,
+        events: BoxStream<'static, Result<Sse, SseError>>,
+    ) -> BoxStream<'static, Result<Sse, SseError>> {
+        let wire = self.wire.clone();
+        events
+            .inspect(move |event| {
+                if let Ok(Sse {
+                    data: Some(data), ..
+                }) = event
+                {
+                    wire.note(data);
+                }
+            })
+            .boxed()
+    }
+
+    fn tapped_post(&self, posted: PostResult) -> PostResult {
+        match posted? {
+            StreamableHttpPostResponse::Sse(events, session) => Ok(
+                StreamableHttpPostResponse::Sse(self.tapped(events), session),
+            ),
+            other => Ok(other),
+        }
     }
 
     /// Runs `send` with the token to send (rmcp's own `auth_header` without `auth`): once, or
@@ -171,15 +204,18 @@ impl StreamableHttpClient for TracedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(self.authorized(auth_header, true, move |auth| {
-            self.http.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                headers.clone(),
-            )
-        }))
+        Box::pin(async move {
+            let sent = self.authorized(auth_header, true, move |auth| {
+                self.http.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers.clone(),
+                )
+            });
+            self.tapped_post(sent.await)
+        })
     }
 
     fn post_message_with_max_sse_event_size(
@@ -192,16 +228,19 @@ impl StreamableHttpClient for TracedClient {
         max_sse_event_size: usize,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(self.authorized(auth_header, true, move |auth| {
-            self.http.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                headers.clone(),
-                max_sse_event_size,
-            )
-        }))
+        Box::pin(async move {
+            let sent = self.authorized(auth_header, true, move |auth| {
+                self.http.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers.clone(),
+                    max_sse_event_size,
+                )
+            });
+            self.tapped_post(sent.await)
+        })
     }
 
     fn post_message_with_response_limits(
@@ -214,16 +253,19 @@ impl StreamableHttpClient for TracedClient {
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let headers = with_trace(&message, custom_headers);
-        Box::pin(self.authorized(auth_header, true, move |auth| {
-            self.http.post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                headers.clone(),
-                limits,
-            )
-        }))
+        Box::pin(async move {
+            let sent = self.authorized(auth_header, true, move |auth| {
+                self.http.post_message_with_response_limits(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers.clone(),
+                    limits,
+                )
+            });
+            self.tapped_post(sent.await)
+        })
     }
 
     fn delete_session(
@@ -251,15 +293,18 @@ impl StreamableHttpClient for TracedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = StreamResult> + Send + '_ {
-        Box::pin(self.authorized(auth_header, false, move |auth| {
-            self.http.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth,
-                custom_headers.clone(),
-            )
-        }))
+        Box::pin(async move {
+            let sent = self.authorized(auth_header, false, move |auth| {
+                self.http.get_stream(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    auth,
+                    custom_headers.clone(),
+                )
+            });
+            Ok(self.tapped(sent.await?))
+        })
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -271,16 +316,19 @@ impl StreamableHttpClient for TracedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = StreamResult> + Send + '_ {
-        Box::pin(self.authorized(auth_header, false, move |auth| {
-            self.http.get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        }))
+        Box::pin(async move {
+            let sent = self.authorized(auth_header, false, move |auth| {
+                self.http.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    auth,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            });
+            Ok(self.tapped(sent.await?))
+        })
     }
 }
 
