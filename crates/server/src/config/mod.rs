@@ -60,7 +60,9 @@ pub use self::resilience::{
     RetryConfig,
 };
 pub use self::types::{OutputValidation, Port, ProviderName, ServiceName};
-use self::types::{as_millis, as_seconds, count, millis, optional_http_url, seconds};
+use self::types::{
+    as_millis, as_seconds, count, millis, optional_count, optional_http_url, seconds,
+};
 pub use self::upstream_auth::{
     ClientAuthMethod, OAuthClient, TokenTarget, UpstreamAuth, UpstreamAuthError,
 };
@@ -368,6 +370,23 @@ pub struct McpSection {
     /// clear error.
     #[serde(default = "default_max_sessions", deserialize_with = "count::<_, 1>")]
     pub max_sessions: u64,
+    /// Live sessions one client (its API key, its OAuth subject, else its IP address) may
+    /// hold; one more is refused 429. Default: a tenth of `max_sessions` (at least 1).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_count::<_, 1>"
+    )]
+    pub max_sessions_per_client: Option<u64>,
+    /// A session that sends no request after its handshake expires this soon (default 60 s):
+    /// an abandoned `initialize` does not hold its place for the whole `session_ttl_secs`.
+    #[serde(
+        default = "default_unused_session_grace",
+        rename = "unused_session_grace_secs",
+        deserialize_with = "seconds::<_, 1>",
+        serialize_with = "as_seconds"
+    )]
+    pub unused_session_grace: Duration,
     /// Progressive discovery: `tools/list` lists `find_tools` and `call_tool` instead of every
     /// tool (a client with a small context finds the tool it needs, then calls it).
     #[serde(default)]
@@ -382,6 +401,19 @@ fn default_max_sessions() -> u64 {
     1000
 }
 
+fn default_unused_session_grace() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl McpSection {
+    /// `max_sessions_per_client`, or its default: a tenth of `max_sessions`.
+    pub fn sessions_per_client(&self) -> u64 {
+        self.max_sessions_per_client
+            .unwrap_or_else(|| self.max_sessions.div_ceil(10))
+            .min(self.max_sessions)
+    }
+}
+
 impl Default for McpSection {
     fn default() -> Self {
         McpSection {
@@ -389,6 +421,8 @@ impl Default for McpSection {
             allowed_hosts: None,
             allowed_origins: None,
             max_sessions: default_max_sessions(),
+            max_sessions_per_client: None,
+            unused_session_grace: default_unused_session_grace(),
             discovery: false,
         }
     }

@@ -88,6 +88,12 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
             -32000,
             None,
         ),
+        SessionRefusal::TooManyOfClient(_) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Code::RateLimited,
+            -32000,
+            None,
+        ),
         SessionRefusal::Unknown | SessionRefusal::NotYours => (
             StatusCode::NOT_FOUND,
             Code::NotFound,
@@ -100,11 +106,17 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
             jsonrpc::SESSION_NOT_FOUND,
             Some("closed"),
         ),
-        SessionRefusal::Expired(..) => (
+        SessionRefusal::Expired(..) | SessionRefusal::Unused(..) => (
             StatusCode::NOT_FOUND,
             Code::NotFound,
             jsonrpc::SESSION_NOT_FOUND,
             Some("expired"),
+        ),
+        SessionRefusal::Evicted(_) => (
+            StatusCode::NOT_FOUND,
+            Code::NotFound,
+            jsonrpc::SESSION_NOT_FOUND,
+            Some("evicted"),
         ),
     };
     let mut data = json!({"code": code, "retryable": true});
@@ -115,7 +127,10 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
         "code": rpc, "message": refusal.to_string(), "data": data,
     }});
     let mut response = (status, Json(answer)).into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
+    if matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+    ) {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -263,15 +278,15 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let method = request.method().clone();
-    let identity = request
-        .extensions()
-        .get::<Client>()
-        .and_then(Client::identity);
+    let client = request.extensions().get::<Client>();
+    let identity = client.and_then(Client::identity);
+    let counted_as: Arc<str> =
+        client.map_or_else(|| Client::unknown().as_str().into(), |c| c.as_str().into());
     if method != Method::POST {
         let Some(session) = session else {
             return next.run(request).await;
         };
-        match gate.book.touch(&session, identity.as_deref()) {
+        match gate.book.touch(&session, identity.as_deref(), true) {
             Err(SessionRefusal::Unknown) => {
                 return unknown_here(&gate.book, &session, Value::Null, request).await;
             }
@@ -317,7 +332,7 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         if message["method"] != "initialize" {
             return next.run(request).await; // rmcp: a session id is required
         }
-        if let Err(refusal) = gate.book.admit() {
+        if let Err(refusal) = gate.book.admit(&counted_as) {
             return session_refusal(&refusal, id.unwrap_or_default());
         }
         let response = next.run(request).await;
@@ -331,11 +346,13 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
                 Transport::StreamableHttp,
                 client_info(&message),
                 identity,
+                counted_as,
             );
         }
         return response;
     };
-    match gate.book.touch(&session, identity.as_deref()) {
+    let used = message["method"] != "notifications/initialized";
+    match gate.book.touch(&session, identity.as_deref(), used) {
         Err(SessionRefusal::Unknown) => {
             return unknown_here(&gate.book, &session, id.unwrap_or_default(), request).await;
         }

@@ -84,12 +84,18 @@ pub async fn open(
     client: Option<Extension<Client>>,
 ) -> Response {
     let book = &sessions.gate.book;
-    if let Err(refusal) = book.admit() {
+    let counted_as: Arc<str> = client.as_ref().map_or_else(
+        || Client::unknown().as_str().into(),
+        |Extension(c)| c.as_str().into(),
+    );
+    if let Err(refusal) = book.admit(&counted_as) {
         return session_refusal(&refusal, Value::Null);
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let identity = client.as_ref().and_then(|Extension(c)| c.identity());
-    let ended = book.open(&id, Transport::Sse, None, identity.clone());
+    // The stream itself is the session's use: it is not ended as unused.
+    let ended = book.open(&id, Transport::Sse, None, identity.clone(), counted_as);
+    let _ = book.touch(&id, identity.as_deref(), true);
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
     sessions.open.write_unpoisoned().insert(
@@ -217,7 +223,7 @@ pub async fn message(
     };
     let id = body.get("id").cloned().unwrap_or_default();
     let book = &sessions.gate.book;
-    match book.touch(&query.session_id, identity.as_deref()) {
+    match book.touch(&query.session_id, identity.as_deref(), true) {
         Err(refusal) => return session_refusal(&refusal, id),
         Ok(SessionState::Created) if !allowed_before_handshake(&body) => {
             return not_initialized(id);

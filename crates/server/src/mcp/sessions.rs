@@ -1,8 +1,11 @@
 //! The MCP session records of one service, for both transports (Streamable HTTP at `/mcp`,
 //! legacy SSE at `/sse`): each session's state (created → initialized → closed | expired), the
 //! client that opened it, and when it was created, last active and will expire. The book is
-//! the one authority on a session's life: it bounds how many are live (`mcp.max_sessions`),
-//! expires idle ones (`mcp.session_ttl_secs`), and remembers ended ones for a while so a late
+//! the one authority on a session's life: it bounds how many are live (`mcp.max_sessions`) and
+//! how many one client holds (`mcp.max_sessions_per_client`), makes room when the table is
+//! full by ending the least recently used session of a client over its share, expires idle
+//! ones (`mcp.session_ttl_secs`, and `mcp.unused_session_grace_secs` for a session that never
+//! sent a request after its handshake), and remembers ended ones for a while so a late
 //! request learns *why* its session is gone. Every change of state is one log line with the
 //! whole record (target `mcp_session`), and live sessions are counted in the service's
 //! metrics by transport. With `cluster`, each live session also has a record in Redis naming
@@ -33,8 +36,10 @@ pub enum SessionState {
     Initialized,
     /// Ended by the client (DELETE, or the SSE stream closed) or by shutdown.
     Closed,
-    /// Idle for longer than `mcp.session_ttl_secs`.
+    /// Idle for longer than `mcp.session_ttl_secs` (or unused past the grace).
     Expired,
+    /// Ended to make room: the table was full and its client held more than its share.
+    Evicted,
 }
 
 impl Transport {
@@ -53,6 +58,7 @@ impl SessionState {
             SessionState::Initialized => "initialized",
             SessionState::Closed => "closed",
             SessionState::Expired => "expired",
+            SessionState::Evicted => "evicted",
         }
     }
 
@@ -74,6 +80,10 @@ pub struct SessionRecord {
     pub expires_at: DateTime<Utc>,
     /// The opener's credential ([`crate::service::client::Client::identity`]), when it had one.
     pub owner: Option<String>,
+    /// Who the session counts against: its client's name (key, subject, else IP address).
+    pub client: Arc<str>,
+    /// A request came after the handshake (an unused session expires after the grace).
+    pub used: bool,
     /// Cancelled when the session ends, so its transport stops serving it.
     pub ended: CancellationToken,
 }
@@ -88,9 +98,21 @@ pub enum SessionRefusal {
     #[error("MCP session {0} expired after {1} s without activity: initialize a new session")]
     Expired(String, u64),
     #[error(
+        "MCP session {0} expired: no request came within {1} s of its handshake (mcp.unused_session_grace_secs): initialize a new session"
+    )]
+    Unused(String, u64),
+    #[error(
+        "MCP session {0} was ended to make room (mcp.max_sessions was reached and its client held more than its share): initialize a new session"
+    )]
+    Evicted(String),
+    #[error(
         "Too many MCP sessions (mcp.max_sessions is {0}): end one (DELETE /mcp) or retry later"
     )]
     TooMany(u64),
+    #[error(
+        "Too many MCP sessions of this client (mcp.max_sessions_per_client is {0}): end one (DELETE /mcp) or retry later"
+    )]
+    TooManyOfClient(u64),
     /// Opened with another credential (key or token subject): answered as an unknown session,
     /// so its existence is not told.
     #[error("MCP session not found: initialize a new session")]
@@ -103,6 +125,9 @@ pub struct SessionBook {
     records: Arc<Mutex<HashMap<String, SessionRecord>>>,
     ttl: Duration,
     max: u64,
+    max_per_client: u64,
+    unused_grace: Duration,
+    refusal_log: Arc<RefusalLog>,
     metrics: Option<Arc<ServiceMetrics>>,
     cluster: Option<Arc<Cluster>>,
 }
@@ -113,9 +138,20 @@ impl SessionBook {
             records: Arc::default(),
             ttl,
             max,
+            max_per_client: max,
+            unused_grace: ttl,
+            refusal_log: Arc::default(),
             metrics: None,
             cluster: None,
         }
+    }
+
+    /// Bounds the live sessions of one client, and expires a session unused after its
+    /// handshake after `unused_grace`.
+    pub fn with_client_bounds(mut self, max_per_client: u64, unused_grace: Duration) -> Self {
+        self.max_per_client = max_per_client;
+        self.unused_grace = unused_grace;
+        self
     }
 
     /// Keeps a record of each live session in the cluster's Redis.
@@ -173,13 +209,87 @@ impl SessionBook {
         chrono::Duration::from_std(self.ttl).unwrap_or(chrono::Duration::MAX)
     }
 
-    /// Room for one more live session?
-    pub fn admit(&self) -> Result<(), SessionRefusal> {
-        let live = self.lock().values().filter(|r| r.state.is_live()).count() as u64;
-        if live >= self.max {
+    /// Room for one more live session of `client`? Refused when the client holds its bound;
+    /// when the table is full, the least recently used session of a client holding more than
+    /// its share (the bound over the clients holding sessions, the asker counted) is ended to
+    /// make room, and refused only when no client holds more.
+    pub fn admit(&self, client: &str) -> Result<(), SessionRefusal> {
+        let mut records = self.lock();
+        let mut held: HashMap<&str, u64> = HashMap::new();
+        for record in records.values().filter(|r| r.state.is_live()) {
+            *held.entry(&record.client).or_default() += 1;
+        }
+        if held.get(client).copied().unwrap_or(0) >= self.max_per_client {
+            self.refused(client, "sessions_per_client");
+            return Err(SessionRefusal::TooManyOfClient(self.max_per_client));
+        }
+        let live: u64 = held.values().sum();
+        if live < self.max {
+            return Ok(());
+        }
+        let clients = held.len() as u64 + u64::from(!held.contains_key(client));
+        let share = self.max.div_ceil(clients).max(1);
+        let over: std::collections::HashSet<Arc<str>> = held
+            .iter()
+            .filter(|(_, n)| **n > share)
+            .map(|(c, _)| Arc::from(*c))
+            .collect();
+        let victim = records
+            .values()
+            .filter(|r| r.state.is_live() && over.contains(&r.client))
+            .min_by_key(|r| r.last_activity_at)
+            .map(|r| r.session_id.clone());
+        let Some(victim) = victim.and_then(|id| records.get_mut(&id)) else {
+            self.refused(client, "sessions");
             return Err(SessionRefusal::TooMany(self.max));
+        };
+        victim.state = SessionState::Evicted;
+        victim.ended.cancel();
+        log(victim);
+        self.shared(victim);
+        self.counted_end(victim.transport);
+        if let Some(metrics) = &self.metrics {
+            metrics.session_ended_early("evicted");
         }
         Ok(())
+    }
+
+    /// Counts a refusal, and logs it once per client and bound a minute (a flood is one line).
+    fn refused(&self, client: &str, bound: &'static str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.client_refused(bound);
+        }
+        if self.refusal_log.first_in_a_minute(client, bound) {
+            tracing::warn!(
+                target: "mcp_session",
+                client,
+                bound,
+                limit = if bound == "sessions" { self.max } else { self.max_per_client },
+                "an MCP session was refused (logged once per client and bound a minute)"
+            );
+        }
+    }
+
+    /// Tells the metrics the sessions of the client holding the most.
+    fn count_top(&self, records: &HashMap<String, SessionRecord>) {
+        let Some(metrics) = &self.metrics else { return };
+        let mut held: HashMap<&str, u64> = HashMap::new();
+        for record in records.values().filter(|r| r.state.is_live()) {
+            *held.entry(&record.client).or_default() += 1;
+        }
+        metrics.set_top_client_sessions(held.values().copied().max().unwrap_or(0));
+    }
+
+    /// The clients holding the most live sessions, most first, at most `n`.
+    pub fn top_clients(&self, n: usize) -> Vec<(Arc<str>, u64)> {
+        let mut held: HashMap<Arc<str>, u64> = HashMap::new();
+        for record in self.lock().values().filter(|r| r.state.is_live()) {
+            *held.entry(record.client.clone()).or_default() += 1;
+        }
+        let mut top: Vec<(Arc<str>, u64)> = held.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        top.truncate(n);
+        top
     }
 
     /// Records a new session (state `created`); its `ended` token tells the transport when the
@@ -190,6 +300,7 @@ impl SessionBook {
         transport: Transport,
         client: Option<(String, String)>,
         owner: Option<String>,
+        counted_as: Arc<str>,
     ) -> CancellationToken {
         let now = Utc::now();
         let (client_name, client_version) = client.unzip();
@@ -203,12 +314,17 @@ impl SessionBook {
             last_activity_at: now,
             expires_at: now + self.ttl(),
             owner,
+            client: counted_as,
+            used: false,
             ended: CancellationToken::new(),
         };
         log(&record);
         self.shared(&record);
         let ended = record.ended.clone();
-        let replaced = self.lock().insert(session_id.to_owned(), record);
+        let mut records = self.lock();
+        let replaced = records.insert(session_id.to_owned(), record);
+        self.count_top(&records);
+        drop(records);
         self.counted_open(transport);
         if let Some(old) = replaced.filter(|r| r.state.is_live()) {
             self.counted_end(old.transport);
@@ -217,11 +333,13 @@ impl SessionBook {
     }
 
     /// A request of `identity` (its credential's) arrived in the session: its state if live
-    /// and the opener's (and the idle clock restarts), else why it is refused.
+    /// and the opener's (and the idle clock restarts), else why it is refused. `use_` says
+    /// whether it is more than the handshake (a session never used expires after the grace).
     pub fn touch(
         &self,
         session_id: &str,
         identity: Option<&str>,
+        use_: bool,
     ) -> Result<SessionState, SessionRefusal> {
         let now = Utc::now();
         let ttl = self.ttl();
@@ -234,11 +352,17 @@ impl SessionBook {
         }
         match record.state {
             SessionState::Closed => Err(SessionRefusal::Closed(session_id.to_owned())),
+            SessionState::Expired if !record.used => Err(SessionRefusal::Unused(
+                session_id.to_owned(),
+                self.unused_grace.as_secs(),
+            )),
             SessionState::Expired => Err(SessionRefusal::Expired(
                 session_id.to_owned(),
                 self.ttl.as_secs(),
             )),
+            SessionState::Evicted => Err(SessionRefusal::Evicted(session_id.to_owned())),
             live => {
+                record.used |= use_;
                 record.last_activity_at = now;
                 record.expires_at = now + ttl;
                 self.shared(record);
@@ -272,6 +396,7 @@ impl SessionBook {
             self.shared(record);
             self.counted_end(record.transport);
         }
+        self.count_top(&records);
     }
 
     fn transition(&self, session_id: &str, from: SessionState, to: SessionState) {
@@ -284,14 +409,20 @@ impl SessionBook {
         }
     }
 
-    /// Expires live sessions idle past the TTL (cancelling their `ended` token) and forgets
-    /// ended ones after one more TTL. Returns the sessions it expired.
+    /// Expires live sessions idle past the TTL, and those unused past the grace since they
+    /// were opened (cancelling their `ended` token), and forgets ended ones after one more
+    /// TTL. Returns the sessions it expired.
     pub fn sweep(&self, now: DateTime<Utc>) -> Vec<SessionRecord> {
         let ttl = self.ttl();
+        let grace = chrono::Duration::from_std(self.unused_grace).unwrap_or(chrono::Duration::MAX);
         let mut expired = Vec::new();
         let mut records = self.lock();
         records.retain(|_, record| {
-            if record.state.is_live() && record.expires_at <= now {
+            let unused = !record.used && record.created_at + grace <= now;
+            if record.state.is_live() && (record.expires_at <= now || unused) {
+                if unused && let Some(metrics) = &self.metrics {
+                    metrics.session_ended_early("unused");
+                }
                 record.state = SessionState::Expired;
                 record.ended.cancel();
                 log(record);
@@ -301,13 +432,15 @@ impl SessionBook {
             }
             record.state.is_live() || record.expires_at + ttl > now
         });
+        self.count_top(&records);
         expired
     }
 
     /// How often [`sweep`](Self::sweep) should run: often enough that a session expires within
     /// a fraction of its TTL, never busier than ten times a second.
     pub fn sweep_period(&self) -> Duration {
-        (self.ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5))
+        (self.ttl.min(self.unused_grace) / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(5))
     }
 
     /// Ends every live session (the service is shutting down).
@@ -324,12 +457,43 @@ impl SessionBook {
     }
 }
 
+/// When each client was last logged as refused, by bound: one line a minute each. Forgets
+/// entries older than a minute once it holds many.
+#[derive(Default)]
+struct RefusalLog {
+    last: Mutex<HashMap<(String, &'static str), std::time::Instant>>,
+}
+
+impl RefusalLog {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    fn first_in_a_minute(&self, client: &str, bound: &'static str) -> bool {
+        let now = std::time::Instant::now();
+        let mut last = self.last.write_unpoisoned();
+        if last.len() > 4096 {
+            last.retain(|_, at| now.duration_since(*at) < Self::EVERY);
+        }
+        match last.get_mut(&(client.to_owned(), bound)) {
+            Some(at) if now.duration_since(*at) < Self::EVERY => false,
+            Some(at) => {
+                *at = now;
+                true
+            }
+            None => {
+                last.insert((client.to_owned(), bound), now);
+                true
+            }
+        }
+    }
+}
+
 fn log(record: &SessionRecord) {
     tracing::info!(
         target: "mcp_session",
         session_id = %record.session_id,
         transport = record.transport.as_str(),
         state = record.state.as_str(),
+        client = %record.client,
         client_name = record.client_name.as_deref().unwrap_or(""),
         client_version = record.client_version.as_deref().unwrap_or(""),
         created_at = %record.created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -351,11 +515,11 @@ mod tests {
     #[test]
     fn a_session_goes_created_initialized_closed() {
         let book = book(5);
-        let ended = book.open("s1", Transport::StreamableHttp, None, None);
-        assert_eq!(book.touch("s1", None), Ok(SessionState::Created));
+        let ended = book.open("s1", Transport::StreamableHttp, None, None, "c".into());
+        assert_eq!(book.touch("s1", None, true), Ok(SessionState::Created));
         book.set_client("s1", "claude".into(), "1.2".into());
         book.initialized("s1");
-        assert_eq!(book.touch("s1", None), Ok(SessionState::Initialized));
+        assert_eq!(book.touch("s1", None, true), Ok(SessionState::Initialized));
         let record = book.get("s1").unwrap();
         assert_eq!(record.client_name.as_deref(), Some("claude"));
         assert_eq!(record.expires_at, record.last_activity_at + book.ttl());
@@ -363,32 +527,36 @@ mod tests {
         book.close("s1");
         assert!(ended.is_cancelled());
         assert_eq!(
-            book.touch("s1", None),
+            book.touch("s1", None, true),
             Err(SessionRefusal::Closed("s1".to_owned()))
         );
-        assert_eq!(book.touch("nope", None), Err(SessionRefusal::Unknown));
+        assert_eq!(book.touch("nope", None, true), Err(SessionRefusal::Unknown));
     }
 
     #[test]
     fn idle_sessions_expire_and_are_forgotten_one_ttl_later() {
         let book = book(5);
-        let ended = book.open("s1", Transport::Sse, None, None);
-        book.open("s2", Transport::Sse, None, None);
+        let ended = book.open("s1", Transport::Sse, None, None, "c".into());
+        book.open("s2", Transport::Sse, None, None, "c".into());
+        book.touch("s1", None, true).unwrap();
         let later = Utc::now() + chrono::Duration::seconds(61);
         // s2 was active just before the sweep; s1 was not.
-        book.lock().get_mut("s2").unwrap().expires_at = later + chrono::Duration::seconds(60);
+        let mut records = book.lock();
+        let s2 = records.get_mut("s2").unwrap();
+        (s2.expires_at, s2.used) = (later + chrono::Duration::seconds(60), true);
+        drop(records);
         let expired = book.sweep(later);
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].session_id, "s1");
         assert!(ended.is_cancelled());
         assert_eq!(
-            book.touch("s1", None),
+            book.touch("s1", None, true),
             Err(SessionRefusal::Expired("s1".to_owned(), 60))
         );
-        assert_eq!(book.touch("s2", None), Ok(SessionState::Created));
+        assert_eq!(book.touch("s2", None, true), Ok(SessionState::Created));
         book.sweep(later + chrono::Duration::seconds(121));
         assert_eq!(
-            book.touch("s1", None),
+            book.touch("s1", None, true),
             Err(SessionRefusal::Unknown),
             "forgotten"
         );
@@ -397,11 +565,11 @@ mod tests {
     #[test]
     fn only_live_sessions_count_against_the_bound() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None, None);
-        book.open("b", Transport::Sse, None, None);
-        assert_eq!(book.admit(), Err(SessionRefusal::TooMany(2)));
+        book.open("a", Transport::StreamableHttp, None, None, "x".into());
+        book.open("b", Transport::Sse, None, None, "y".into());
+        assert_eq!(book.admit("c"), Err(SessionRefusal::TooMany(2)));
         book.close("a");
-        assert_eq!(book.admit(), Ok(()));
+        assert_eq!(book.admit("c"), Ok(()));
     }
 
     #[test]
@@ -417,9 +585,9 @@ mod tests {
                 .find_map(|l| l.strip_prefix(wanted.as_str())?.parse::<f64>().ok())
                 .unwrap_or_else(|| panic!("{wanted}:\n{text}"))
         };
-        book.open("a", Transport::StreamableHttp, None, None);
-        book.open("b", Transport::StreamableHttp, None, None);
-        book.open("c", Transport::Sse, None, None);
+        book.open("a", Transport::StreamableHttp, None, None, "c".into());
+        book.open("b", Transport::StreamableHttp, None, None, "c".into());
+        book.open("c", Transport::Sse, None, None, "c".into());
         assert_eq!((live("streamable-http"), live("sse")), (2.0, 1.0));
         book.close("a");
         book.close("a");
@@ -443,9 +611,90 @@ mod tests {
     }
 
     #[test]
+    fn one_client_is_refused_past_its_bound_and_others_are_not() {
+        let book = book(10).with_client_bounds(2, Duration::from_secs(60));
+        book.open("a1", Transport::StreamableHttp, None, None, "a".into());
+        book.open("a2", Transport::Sse, None, None, "a".into());
+        assert_eq!(book.admit("a"), Err(SessionRefusal::TooManyOfClient(2)));
+        assert_eq!(book.admit("b"), Ok(()));
+        book.close("a1");
+        assert_eq!(book.admit("a"), Ok(()), "an ended session frees its place");
+        assert_eq!(
+            book.top_clients(5),
+            vec![(Arc::from("a"), 1)],
+            "only live sessions count"
+        );
+    }
+
+    #[test]
+    fn a_full_table_makes_room_by_ending_the_oldest_session_of_a_client_over_its_share() {
+        let book = book(4).with_client_bounds(4, Duration::from_secs(60));
+        for id in ["a1", "a2", "a3"] {
+            book.open(id, Transport::StreamableHttp, None, None, "a".into());
+        }
+        book.open("b1", Transport::StreamableHttp, None, None, "b".into());
+        // a1 is a's least recently used: a2 and a3 were used since.
+        for id in ["a2", "a3"] {
+            book.lock().get_mut(id).unwrap().last_activity_at += chrono::Duration::seconds(5);
+        }
+        let ended = book.get("a1").unwrap().ended;
+        // Three clients then (a, b and c, the asker): a share is 2 of 4; a holds 3.
+        assert_eq!(book.admit("c"), Ok(()));
+        assert!(ended.is_cancelled());
+        assert_eq!(
+            book.touch("a1", None, true),
+            Err(SessionRefusal::Evicted("a1".into()))
+        );
+        assert_eq!(book.touch("a2", None, true), Ok(SessionState::Created));
+        book.open("c1", Transport::StreamableHttp, None, None, "c".into());
+        // Full again: a fourth client makes a share 1 of 4, and a holds 2.
+        assert_eq!(book.admit("d"), Ok(()));
+        assert_eq!(book.top_clients(1)[0].1, 1, "a lost one more");
+        book.open("d1", Transport::StreamableHttp, None, None, "d".into());
+        // Full, one each: nobody holds more than a share, so nobody is ended.
+        assert_eq!(book.admit("e"), Err(SessionRefusal::TooMany(4)));
+        assert_eq!(book.admit("a"), Err(SessionRefusal::TooMany(4)));
+    }
+
+    #[test]
+    fn a_session_unused_after_its_handshake_expires_after_the_grace() {
+        let book = book(5).with_client_bounds(5, Duration::from_secs(10));
+        for id in ["idle", "used", "handshake-only"] {
+            book.open(id, Transport::StreamableHttp, None, None, "c".into());
+        }
+        book.touch("used", None, true).unwrap();
+        // notifications/initialized is not a use.
+        book.touch("handshake-only", None, false).unwrap();
+        let expired = book.sweep(Utc::now() + chrono::Duration::seconds(11));
+        let mut ids: Vec<&str> = expired.iter().map(|r| r.session_id.as_str()).collect();
+        ids.sort();
+        assert_eq!(ids, vec!["handshake-only", "idle"]);
+        assert_eq!(
+            book.touch("idle", None, true),
+            Err(SessionRefusal::Unused("idle".into(), 10))
+        );
+        assert_eq!(book.touch("used", None, true), Ok(SessionState::Created));
+    }
+
+    #[test]
+    fn a_refusal_is_logged_once_per_client_and_bound_a_minute() {
+        let log = RefusalLog::default();
+        assert!(log.first_in_a_minute("a", "sessions"));
+        assert!(!log.first_in_a_minute("a", "sessions"));
+        assert!(log.first_in_a_minute("a", "sessions_per_client"));
+        assert!(log.first_in_a_minute("b", "sessions"));
+        let earlier = std::time::Instant::now() - Duration::from_secs(61);
+        *log.last
+            .write_unpoisoned()
+            .get_mut(&("a".into(), "sessions"))
+            .unwrap() = earlier;
+        assert!(log.first_in_a_minute("a", "sessions"), "a minute later");
+    }
+
+    #[test]
     fn the_handshake_cannot_be_skipped_or_repeated_after_an_end() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None, None);
+        book.open("a", Transport::StreamableHttp, None, None, "c".into());
         book.close("a");
         book.initialized("a");
         assert_eq!(book.get("a").unwrap().state, SessionState::Closed);

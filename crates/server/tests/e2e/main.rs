@@ -6,6 +6,7 @@ mod admission;
 mod api_keys;
 mod bounded_inputs;
 mod child_env;
+mod client_bounds;
 mod code_graph_index;
 mod config_cli;
 mod conformance_runs;

@@ -36,6 +36,9 @@ pub struct ServiceMetrics {
     dependency_up: IntGaugeVec,
     sessions: IntGaugeVec,
     sessions_opened: IntCounterVec,
+    sessions_ended_early: IntCounterVec,
+    client_refusals: IntCounterVec,
+    top_client_sessions: prometheus::IntGauge,
     /// The (tool, provider) pairs whose series exist, so a tool that goes away takes its
     /// series with it.
     tools: std::sync::Mutex<Vec<(String, String)>>,
@@ -123,6 +126,21 @@ impl ServiceMetrics {
                 "MCP client sessions opened, by transport.",
                 &["transport"],
             ),
+            sessions_ended_early: counter_vec(
+                "mcp_sessions_ended_early_total",
+                "MCP sessions the gateway ended before their TTL: evicted to make room in a full table, or unused after the handshake.",
+                &["reason"],
+            ),
+            client_refusals: counter_vec(
+                "mcp_client_refusals_total",
+                "MCP requests refused by a bound on one client (sessions_per_client) or on all (sessions).",
+                &["bound"],
+            ),
+            top_client_sessions: prometheus::IntGauge::new(
+                "mcp_top_client_sessions",
+                "Live MCP sessions of the client holding the most (per-client detail: /health).",
+            )
+            .expect("valid metric"),
             tools: std::sync::Mutex::new(Vec::new()),
             registry,
         };
@@ -139,6 +157,9 @@ impl ServiceMetrics {
             Box::new(metrics.dependency_up.clone()),
             Box::new(metrics.sessions.clone()),
             Box::new(metrics.sessions_opened.clone()),
+            Box::new(metrics.sessions_ended_early.clone()),
+            Box::new(metrics.client_refusals.clone()),
+            Box::new(metrics.top_client_sessions.clone()),
         ];
         for collector in collectors {
             metrics
@@ -152,6 +173,12 @@ impl ServiceMetrics {
         }
         for scope in ["service", "provider", "tool"] {
             metrics.admission_rejects.with_label_values(&[scope]);
+        }
+        for reason in ["evicted", "unused"] {
+            metrics.sessions_ended_early.with_label_values(&[reason]);
+        }
+        for bound in ["sessions_per_client", "sessions"] {
+            metrics.client_refusals.with_label_values(&[bound]);
         }
         metrics
     }
@@ -232,6 +259,22 @@ impl ServiceMetrics {
     pub fn session_opened(&self, transport: &str) {
         self.sessions_opened.with_label_values(&[transport]).inc();
         self.sessions.with_label_values(&[transport]).inc();
+    }
+
+    /// The gateway ended a session early: `evicted` to make room, or `unused`.
+    pub fn session_ended_early(&self, reason: &str) {
+        self.sessions_ended_early.with_label_values(&[reason]).inc();
+    }
+
+    /// A session was refused by `bound` (`sessions_per_client` or `sessions`).
+    pub fn client_refused(&self, bound: &str) {
+        self.client_refusals.with_label_values(&[bound]).inc();
+    }
+
+    /// The live sessions of the client holding the most.
+    pub fn set_top_client_sessions(&self, sessions: u64) {
+        self.top_client_sessions
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
     }
 
     /// A live MCP client session ended (closed or expired).

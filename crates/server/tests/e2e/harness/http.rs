@@ -62,6 +62,16 @@ impl Answer {
     }
 }
 
+/// The body of `GET path` as text (the metrics, a page), whatever its status.
+pub async fn get_text(gateway: &Gateway, path: &str) -> String {
+    reqwest::get(gateway.url(path))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 pub async fn get(gateway: &Gateway, path: &str) -> Answer {
     Answer::from(
         reqwest::Client::new()

@@ -1,0 +1,169 @@
+//! One client cannot lock every other out of a service's MCP sessions: a client that opens
+//! sessions with `initialize` and never ends them is refused past `mcp.max_sessions_per_client`
+//! (429, Retry-After, the bound named), while another client — the official MCP Python SDK —
+//! initializes, lists and calls tools throughout. Clients are told apart by API key, else by
+//! IP address (the flooder connects from 127.0.0.2, the SDK client from 127.0.0.1). A full
+//! table makes room by ending the least recently used session of the client over its share,
+//! which then answers 404 `evicted`.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+const FLOODER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+fn config(mcp: &str, security: &str) -> String {
+    format!(
+        "mcp: {{ {mcp} }}\nmonitoring: {{ metrics_enabled: true }}\n{security}providers:\n{}",
+        everything_provider("everything")
+    )
+}
+
+/// `initialize` sent `n` times from `from` (with `key`), never ended: the answers' statuses,
+/// and the first refusal's Retry-After and message.
+async fn flood(mcp_url: String, from: IpAddr, key: Option<&str>, n: usize) -> (Vec<u16>, Value) {
+    let http = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
+    let mut statuses = Vec::new();
+    let mut refusal = Value::Null;
+    for i in 0..n {
+        let mut request = http
+            .post(&mcp_url)
+            .header("accept", "application/json, text/event-stream")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "flooder", "version": "1"}}}),
+            );
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        statuses.push(status);
+        if status == 429 && refusal.is_null() {
+            let retry_after = response.headers().get("retry-after").cloned();
+            let body: Value = response.json().await.unwrap();
+            refusal = json!({"retry_after": retry_after.map(|v| v.to_str().unwrap().to_owned()),
+                "body": body});
+        }
+    }
+    (statuses, refusal)
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
+async fn sdk_client(gw: &Gateway, key: Option<&str>) -> Value {
+    let mut args = vec![fixture("mcp_bounded_client.py"), gw.url("/mcp")];
+    args.extend(key.map(str::to_owned));
+    run_python(args).await
+}
+
+fn served(seen: &Value) {
+    assert_eq!(seen["echo"], "Echo: still served", "{seen}");
+    assert_eq!(seen["echo_is_error"], false, "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_flooding_initialize_is_refused_past_its_share_and_another_works_throughout() {
+    // The defaults: 1000 sessions, a tenth of them per client.
+    let gw = Gateway::start("bounds", &config("", "")).await;
+    let flooding = tokio::spawn(flood(gw.url("/mcp"), FLOODER, None, 150));
+    served(&sdk_client(&gw, None).await);
+    let (statuses, refusal) = flooding.await.unwrap();
+    assert_eq!(count(&statuses, 200), 100, "{statuses:?}");
+    assert_eq!(count(&statuses, 429), 50, "{statuses:?}");
+    assert_eq!(refusal["retry_after"], "5", "{refusal}");
+    let message = refusal["body"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("mcp.max_sessions_per_client is 100"),
+        "{message}"
+    );
+    assert_eq!(refusal["body"]["error"]["data"]["code"], "RATE_LIMITED");
+    // And after the flood, still.
+    served(&sdk_client(&gw, None).await);
+    // One log line for the 50 refusals; the metrics count each.
+    let refused: Vec<Value> = gw
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["bound"] == "sessions_per_client")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let metrics = get_text(&gw, "/metrics").await;
+    assert!(
+        metrics.contains("mcp_http_gateway_mcp_client_refusals_total{bound=\"sessions_per_client\",service=\"bounds\"} 50"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("mcp_http_gateway_mcp_top_client_sessions{service=\"bounds\"} 100"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_api_keys_from_one_address_are_two_clients() {
+    let security = "security:\n  api_keys:\n    - { name: noisy, value_env: MHG_NOISY_KEY }\n    - { name: quiet, value_env: MHG_QUIET_KEY }\n";
+    let gw = Gateway::start_env(
+        "bounds",
+        &config("max_sessions: 20, max_sessions_per_client: 5", security),
+        &[
+            ("MHG_NOISY_KEY", "noisy-key"),
+            ("MHG_QUIET_KEY", "quiet-key"),
+        ],
+    )
+    .await;
+    let localhost = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let (statuses, _) = flood(gw.url("/mcp"), localhost, Some("noisy-key"), 30).await;
+    assert_eq!((count(&statuses, 200), count(&statuses, 429)), (5, 25));
+    served(&sdk_client(&gw, Some("quiet-key")).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_table_ends_the_oldest_session_of_the_client_over_its_share() {
+    let gw = Gateway::start(
+        "bounds",
+        &config("max_sessions: 4, max_sessions_per_client: 4", ""),
+    )
+    .await;
+    let http = reqwest::Client::builder()
+        .local_address(FLOODER)
+        .build()
+        .unwrap();
+    let mut sessions = Vec::new();
+    for i in 0..4 {
+        let answer = http
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "hoarder", "version": "1"}}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        sessions.push(
+            answer.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    // The table is full; another client still gets in, in the hoarder's oldest place.
+    served(&sdk_client(&gw, None).await);
+    let gone = http
+        .post(gw.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sessions[0])
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    let body: Value = gone.json().await.unwrap();
+    assert_eq!(body["error"]["data"]["session_state"], "evicted", "{body}");
+}
