@@ -111,6 +111,19 @@ pub struct ToolHealth {
     /// Calls in the last minute (counted in 10-second buckets: the last 50 to 60 seconds).
     #[schema(minimum = 0)]
     pub queries_per_minute: u64,
+    /// The clients calling the tool most since the service started, most first (at most 3;
+    /// the counts of all but the first few callers are estimates, within the calls of the
+    /// least counted). Named as in `clients.top`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_callers: Vec<ToolCaller>,
+}
+
+/// A client in a tool's `top_callers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolCaller {
+    pub client: String,
+    #[schema(minimum = 0)]
+    pub calls: u64,
 }
 
 /// `data` of GET /health (and `meta.health` when it answers 503).
@@ -153,6 +166,52 @@ pub struct HealthResponse {
     /// configuration); absent when the service runs alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterReport>,
+    /// What the service's clients hold: MCP sessions and streams, and calls in flight (REST
+    /// and MCP), with the clients holding the most; absent while the MCP surface is not up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<ClientsReport>,
+}
+
+/// `clients` of GET /health.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ClientsReport {
+    /// Clients holding a session, a stream or a call now.
+    #[schema(minimum = 0)]
+    pub clients: u64,
+    /// Live MCP sessions (both transports) and `mcp.max_sessions`.
+    #[schema(minimum = 0)]
+    pub sessions: u64,
+    #[schema(minimum = 1)]
+    pub max_sessions: u64,
+    /// With `cluster`: the live sessions the other replicas hold, as last read from Redis
+    /// (every second); a client's bound counts its sessions on every replica.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub sessions_elsewhere: u64,
+    /// The bounds on one client: `mcp.max_sessions_per_client`, `mcp.max_streams_per_client`.
+    #[schema(minimum = 1)]
+    pub max_sessions_per_client: u64,
+    #[schema(minimum = 1)]
+    pub max_streams_per_client: u64,
+    /// The clients holding the most (sessions, streams and calls together), most first; at
+    /// most 5.
+    pub top: Vec<ClientHoldings>,
+}
+
+/// One client's holdings in `clients.top`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ClientHoldings {
+    /// Who: `key:<API key name>`, or `ip:<address>`; an OAuth subject is shown as `sub:`
+    /// and the first 12 hex digits of its SHA-256 (this document is public), as is an address
+    /// while keys or tokens are required.
+    pub client: String,
+    #[schema(minimum = 0)]
+    pub sessions: u64,
+    #[schema(minimum = 0)]
+    pub streams: u64,
+    /// Calls in flight: running or waiting for a slot.
+    #[schema(minimum = 0)]
+    pub calls: u64,
 }
 
 /// Whether this replica reaches the Redis its replicas share.

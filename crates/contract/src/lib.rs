@@ -21,10 +21,10 @@ pub mod validation;
 pub use envelope::{CacheStatus, Envelope, Identity, IdentityKind, Meta, ValidationIssue};
 pub use error_code::ErrorCode;
 pub use health::{
-    CircuitState, ClashResolution, ClusterReport, ConnectionState, DependencyState,
-    DependencyStatus, HealthResponse, HealthStatus, IndexState, InstanceReport, NameConflict,
-    ProviderHealth, ProviderReport, RedisState, ResilienceReport, SearchIndexReport, SkippedFiles,
-    ToolFailure, ToolHealth, ToolStatus, ToolUsage, WatcherState,
+    CircuitState, ClashResolution, ClientHoldings, ClientsReport, ClusterReport, ConnectionState,
+    DependencyState, DependencyStatus, HealthResponse, HealthStatus, IndexState, InstanceReport,
+    NameConflict, ProviderHealth, ProviderReport, RedisState, ResilienceReport, SearchIndexReport,
+    SkippedFiles, ToolCaller, ToolFailure, ToolHealth, ToolStatus, ToolUsage, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -9,15 +9,15 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::request_id::constrain_request_id;
 use crate::{
-    CacheStatus, CircuitState, ClashResolution, ClusterReport, ConnectionState, DependencyState,
-    DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, Identity, IdentityKind,
-    IndexState, InstanceReport, Meta, NameConflict, PromptArgument, PromptInfo, PromptMessage,
-    PromptResponse, PromptsResponse, ProviderReport, RedisState, ResilienceReport,
-    ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport, SkippedFiles, StatusFailure,
-    StatusReport, StatusTimeline, StatusTool, StatusToolSeries, TaskError, TaskInfo, TaskStatus,
-    ToolFailure, ToolHealth, ToolRequest, ToolSchema, ToolStatus, ToolUsage, ToolsResponse,
-    ValidationIssue, WatcherState,
+    CacheStatus, CircuitState, ClashResolution, ClientHoldings, ClientsReport, ClusterReport,
+    ConnectionState, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse,
+    HealthStatus, Identity, IdentityKind, IndexState, InstanceReport, Meta, NameConflict,
+    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
+    RedisState, ResilienceReport, ResourceContents, ResourceInfo, ResourceReadResponse,
+    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport,
+    SkippedFiles, StatusFailure, StatusReport, StatusTimeline, StatusTool, StatusToolSeries,
+    TaskError, TaskInfo, TaskStatus, ToolCaller, ToolFailure, ToolHealth, ToolRequest, ToolSchema,
+    ToolStatus, ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -86,6 +86,9 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (ConnectionState::name(), ConnectionState::schema()),
         (ProviderReport::name(), ProviderReport::schema()),
         (ClusterReport::name(), ClusterReport::schema()),
+        (ClientsReport::name(), ClientsReport::schema()),
+        (ClientHoldings::name(), ClientHoldings::schema()),
+        (ToolCaller::name(), ToolCaller::schema()),
         (RedisState::name(), RedisState::schema()),
         (ToolUsage::name(), ToolUsage::schema()),
         (SearchIndexReport::name(), SearchIndexReport::schema()),

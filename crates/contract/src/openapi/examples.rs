@@ -11,8 +11,8 @@ use crate::{
     DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse, HealthStatus, Meta,
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
     ResourceContents, ResourceInfo, ResourceReadResponse, ResourceTemplateInfo,
-    ResourceTemplatesResponse, ResourcesResponse, ToolFailure, ToolHealth, ToolSchema, ToolStatus,
-    ToolsResponse, ValidationIssue,
+    ResourceTemplatesResponse, ResourcesResponse, ToolCaller, ToolFailure, ToolHealth, ToolSchema,
+    ToolStatus, ToolsResponse, ValidationIssue,
 };
 
 /// Fixed values so the examples, and so the committed file, are byte-stable.
@@ -46,6 +46,10 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
             p50_ms: Some(12.5),
             p95_ms: Some(48.0),
             queries_per_minute: 42,
+            top_callers: vec![ToolCaller {
+                client: "key:ops".into(),
+                calls: 1210,
+            }],
         },
         _ => ToolHealth {
             status: ToolStatus::Unavailable,
@@ -56,6 +60,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
             p50_ms: None,
             p95_ms: None,
             queries_per_minute: 0,
+            top_callers: Vec::new(),
         },
     };
     HealthResponse {
@@ -71,6 +76,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         conflicts: Vec::new(),
         providers: BTreeMap::from([("docs".to_owned(), ProviderReport::new("mcp", true, None))]),
         cluster: None,
+        clients: None,
     }
 }
 

@@ -378,6 +378,14 @@ pub struct McpSection {
         deserialize_with = "optional_count::<_, 1>"
     )]
     pub max_sessions_per_client: Option<u64>,
+    /// Open streams (`GET /mcp`, `GET /sse`) one client may hold; one more is refused 429.
+    /// Default: its sessions' bound (one standing stream per session).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_count::<_, 1>"
+    )]
+    pub max_streams_per_client: Option<u64>,
     /// A session that sends no request after its handshake expires this soon (default 60 s):
     /// an abandoned `initialize` does not hold its place for the whole `session_ttl_secs`.
     #[serde(
@@ -412,6 +420,12 @@ impl McpSection {
             .unwrap_or_else(|| self.max_sessions.div_ceil(10))
             .min(self.max_sessions)
     }
+
+    /// `max_streams_per_client`, or its default: as many as the client's sessions.
+    pub fn streams_per_client(&self) -> u64 {
+        self.max_streams_per_client
+            .unwrap_or_else(|| self.sessions_per_client())
+    }
 }
 
 impl Default for McpSection {
@@ -422,6 +436,7 @@ impl Default for McpSection {
             allowed_origins: None,
             max_sessions: default_max_sessions(),
             max_sessions_per_client: None,
+            max_streams_per_client: None,
             unused_session_grace: default_unused_session_grace(),
             discovery: false,
         }

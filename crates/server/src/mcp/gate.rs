@@ -88,7 +88,7 @@ pub fn session_refusal(refusal: &SessionRefusal, id: Value) -> Response {
             -32000,
             None,
         ),
-        SessionRefusal::TooManyOfClient(_) => (
+        SessionRefusal::TooManyOfClient(_) | SessionRefusal::TooManyStreamsOfClient(_) => (
             StatusCode::TOO_MANY_REQUESTS,
             Code::RateLimited,
             -32000,
@@ -292,6 +292,19 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
             }
             Err(refusal) => return session_refusal(&refusal, Value::Null),
             Ok(_) => {}
+        }
+        if method == Method::GET {
+            // The session's standing stream: held by its client until it ends.
+            let held = match gate.book.open_stream(&counted_as) {
+                Ok(held) => held,
+                Err(refusal) => return session_refusal(&refusal, Value::Null),
+            };
+            let (parts, body) = next.run(request).await.into_parts();
+            let body = body.into_data_stream().map(move |chunk| {
+                let _held = &held;
+                chunk
+            });
+            return Response::from_parts(parts, axum::body::Body::from_stream(body));
         }
         let mut response = next.run(request).await;
         if method == Method::DELETE && response.status().is_success() {

@@ -32,6 +32,7 @@ use super::handler::McpBridge;
 use super::sessions::{SessionBook, SessionState, Transport};
 use crate::service::Service;
 use crate::service::client::Client;
+use crate::service::client_load::Holding;
 use crate::service::cluster::Cluster;
 use crate::service::cluster::sessions::SessionRecord as ClusterSessionRecord;
 
@@ -69,6 +70,7 @@ struct Registration {
     open: OpenSessions,
     book: SessionBook,
     id: String,
+    _stream: Option<Holding>,
 }
 
 impl Drop for Registration {
@@ -91,6 +93,11 @@ pub async fn open(
     if let Err(refusal) = book.admit(&counted_as) {
         return session_refusal(&refusal, Value::Null);
     }
+    // The stream is the session: held by its client until it ends.
+    let stream = match book.open_stream(&counted_as) {
+        Ok(held) => held,
+        Err(refusal) => return session_refusal(&refusal, Value::Null),
+    };
     let id = uuid::Uuid::new_v4().simple().to_string();
     let identity = client.as_ref().and_then(|Extension(c)| c.identity());
     // The stream itself is the session's use: it is not ended as unused.
@@ -130,6 +137,7 @@ pub async fn open(
         open: sessions.open.clone(),
         book: book.clone(),
         id: id.clone(),
+        _stream: stream,
     };
     let endpoint = futures::stream::once(async move {
         Ok::<_, Infallible>(

@@ -9,7 +9,8 @@
 //! request learns *why* its session is gone. Every change of state is one log line with the
 //! whole record (target `mcp_session`), and live sessions are counted in the service's
 //! metrics by transport. With `cluster`, each live session also has a record in Redis naming
-//! this replica as its owner ([`crate::service::cluster::sessions`]).
+//! this replica as its owner ([`crate::service::cluster::sessions`]), and a client's bound
+//! counts its sessions on the other replicas too ([`crate::service::cluster`]'s `clients`).
 
 use crate::sync::Unpoisoned;
 use std::collections::HashMap;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use tokio_util::sync::CancellationToken;
 
+use crate::service::client_load::{ClientLoad, Holding};
 use crate::service::cluster::Cluster;
 use crate::service::metrics::ServiceMetrics;
 
@@ -84,6 +86,8 @@ pub struct SessionRecord {
     pub client: Arc<str>,
     /// A request came after the handshake (an unused session expires after the grace).
     pub used: bool,
+    /// Its place in the client's holdings (`/health`), while it is live.
+    pub held: Option<Arc<Holding>>,
     /// Cancelled when the session ends, so its transport stops serving it.
     pub ended: CancellationToken,
 }
@@ -113,6 +117,10 @@ pub enum SessionRefusal {
         "Too many MCP sessions of this client (mcp.max_sessions_per_client is {0}): end one (DELETE /mcp) or retry later"
     )]
     TooManyOfClient(u64),
+    #[error(
+        "Too many open MCP streams of this client (mcp.max_streams_per_client is {0}): close one or retry later"
+    )]
+    TooManyStreamsOfClient(u64),
     /// Opened with another credential (key or token subject): answered as an unknown session,
     /// so its existence is not told.
     #[error("MCP session not found: initialize a new session")]
@@ -126,8 +134,10 @@ pub struct SessionBook {
     ttl: Duration,
     max: u64,
     max_per_client: u64,
+    max_streams_per_client: u64,
     unused_grace: Duration,
     refusal_log: Arc<RefusalLog>,
+    load: Option<Arc<ClientLoad>>,
     metrics: Option<Arc<ServiceMetrics>>,
     cluster: Option<Arc<Cluster>>,
 }
@@ -139,8 +149,10 @@ impl SessionBook {
             ttl,
             max,
             max_per_client: max,
+            max_streams_per_client: max,
             unused_grace: ttl,
             refusal_log: Arc::default(),
+            load: None,
             metrics: None,
             cluster: None,
         }
@@ -152,6 +164,36 @@ impl SessionBook {
         self.max_per_client = max_per_client;
         self.unused_grace = unused_grace;
         self
+    }
+
+    /// Counts each live session among its client's holdings, and bounds each client's open
+    /// streams.
+    pub fn with_load(mut self, load: Arc<ClientLoad>, max_streams_per_client: u64) -> Self {
+        self.load = Some(load);
+        self.max_streams_per_client = max_streams_per_client;
+        self
+    }
+
+    /// A stream `client` opens (`GET /mcp`, `GET /sse`), held until it ends; refused past its
+    /// bound (counted and logged as a refusal). Unbounded when holdings are not counted.
+    pub fn open_stream(&self, client: &Arc<str>) -> Result<Option<Holding>, SessionRefusal> {
+        let Some(load) = &self.load else {
+            return Ok(None);
+        };
+        match load.stream(client, self.max_streams_per_client) {
+            Some(held) => Ok(Some(held)),
+            None => {
+                self.refused(client, "streams_per_client");
+                Err(SessionRefusal::TooManyStreamsOfClient(
+                    self.max_streams_per_client,
+                ))
+            }
+        }
+    }
+
+    /// What each client holds, when counted.
+    pub fn load(&self) -> Option<&Arc<ClientLoad>> {
+        self.load.as_ref()
     }
 
     /// Keeps a record of each live session in the cluster's Redis.
@@ -219,7 +261,15 @@ impl SessionBook {
         for record in records.values().filter(|r| r.state.is_live()) {
             *held.entry(&record.client).or_default() += 1;
         }
-        if held.get(client).copied().unwrap_or(0) >= self.max_per_client {
+        // Held here and, with `cluster`, on the other replicas.
+        let elsewhere = self
+            .cluster
+            .as_ref()
+            .map_or(0, |c| c.sessions_elsewhere(client));
+        // A client's bound as large as the table is the table's (refused below, 503).
+        if self.max_per_client < self.max
+            && held.get(client).copied().unwrap_or(0) + elsewhere >= self.max_per_client
+        {
             self.refused(client, "sessions_per_client");
             return Err(SessionRefusal::TooManyOfClient(self.max_per_client));
         }
@@ -244,6 +294,7 @@ impl SessionBook {
             return Err(SessionRefusal::TooMany(self.max));
         };
         victim.state = SessionState::Evicted;
+        victim.held = None;
         victim.ended.cancel();
         log(victim);
         self.shared(victim);
@@ -264,7 +315,11 @@ impl SessionBook {
                 target: "mcp_session",
                 client,
                 bound,
-                limit = if bound == "sessions" { self.max } else { self.max_per_client },
+                limit = match bound {
+                    "sessions" => self.max,
+                    "streams_per_client" => self.max_streams_per_client,
+                    _ => self.max_per_client,
+                },
                 "an MCP session was refused (logged once per client and bound a minute)"
             );
         }
@@ -314,6 +369,7 @@ impl SessionBook {
             last_activity_at: now,
             expires_at: now + self.ttl(),
             owner,
+            held: self.load.as_ref().map(|l| Arc::new(l.session(&counted_as))),
             client: counted_as,
             used: false,
             ended: CancellationToken::new(),
@@ -391,6 +447,7 @@ impl SessionBook {
             && record.state.is_live()
         {
             record.state = SessionState::Closed;
+            record.held = None;
             record.ended.cancel();
             log(record);
             self.shared(record);
@@ -424,6 +481,7 @@ impl SessionBook {
                     metrics.session_ended_early("unused");
                 }
                 record.state = SessionState::Expired;
+                record.held = None;
                 record.ended.cancel();
                 log(record);
                 self.shared(record);

@@ -2,9 +2,12 @@
 //!
 //! A call needs a slot of its tool (when limited), of its provider (when limited) and of the
 //! service (`limits.max_concurrent_calls`), taken in that order so two calls never wait on
-//! each other. A call that cannot have all three at once waits in one bounded FIFO queue
+//! each other. A call that cannot have all three at once waits in one bounded queue
 //! (`limits.queue_depth` calls at most, each for `limits.queue_timeout_ms` at most); past
-//! either bound it is refused with a reason the HTTP and MCP surfaces answer as 503.
+//! either bound it is refused with a reason the HTTP and MCP surfaces answer as 503. The
+//! service's slots are shared between clients ([`FairShare`]): a freed slot goes to the waiting
+//! client holding the fewest, and a full queue makes room by refusing the newest call of the
+//! client waiting most, so one client's flood waits behind its own calls.
 //!
 //! Gates are kept across tool-list rebuilds and reloads as long as their limit is unchanged,
 //! so a rebuild never hands out a fresh set of slots while the old ones are still held.
@@ -16,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::fair_share::{FairShare, NoSlot, Slot};
 use crate::sync::Unpoisoned;
 
 /// Where a call waited when it was refused.
@@ -51,13 +55,17 @@ pub enum Refusal {
         limit: u64,
         waited: Duration,
     },
+    #[error(
+        "the queue is full ({depth} calls wait) and this client had the most of them: its newest gave its place to another client's call"
+    )]
+    Yielded { depth: u64 },
 }
 
 impl Refusal {
     /// Where the call was when refused: the queue (full) or the gate it waited at.
     pub fn scope(&self) -> Scope {
         match self {
-            Refusal::QueueFull { .. } => Scope::Service,
+            Refusal::QueueFull { .. } | Refusal::Yielded { .. } => Scope::Service,
             Refusal::Waited { scope, .. } => *scope,
         }
     }
@@ -105,7 +113,9 @@ pub struct QueueBounds {
 
 /// The slots a running call holds; dropping it frees them.
 pub struct Admitted {
-    _slots: [Option<OwnedSemaphorePermit>; 3],
+    /// The tool's and the provider's.
+    _slots: [Option<OwnedSemaphorePermit>; 2],
+    _service: Slot,
     /// How long the call waited in the queue.
     pub queued_for: Duration,
 }
@@ -115,6 +125,7 @@ pub struct Admission {
     /// Tool and provider gates by `tool:NAME` / `provider:NAME`.
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     waiting: AtomicU64,
+    fair: Arc<FairShare>,
 }
 
 impl Admission {
@@ -123,6 +134,7 @@ impl Admission {
             service: RwLock::new(Gate::new(max_concurrent_calls)),
             gates: Mutex::new(HashMap::new()),
             waiting: AtomicU64::new(0),
+            fair: Arc::default(),
         }
     }
 
@@ -131,6 +143,8 @@ impl Admission {
         let mut gate = self.service.write_unpoisoned();
         if gate.limit != limit {
             *gate = Gate::new(limit);
+            // A raised limit serves the queue at once.
+            self.fair.dispatch(&gate.slots);
         }
     }
 
@@ -159,28 +173,40 @@ impl Admission {
         self.waiting.load(Ordering::Acquire)
     }
 
-    /// Takes the call's slots, waiting in the queue when one is taken; or says why not.
-    pub async fn admit(&self, gates: &CallGates, bounds: QueueBounds) -> Result<Admitted, Refusal> {
+    /// Takes the call's slots for `client`, waiting in the queue when one is taken; or says
+    /// why not.
+    pub async fn admit(
+        &self,
+        gates: &CallGates,
+        bounds: QueueBounds,
+        client: &Arc<str>,
+    ) -> Result<Admitted, Refusal> {
         let service = self.service.read_unpoisoned().clone();
         let order = [
             (Scope::Tool, gates.tool.clone()),
             (Scope::Provider, gates.provider.clone()),
-            (Scope::Service, Some(service)),
         ];
-        if let Some(slots) = try_all(&order) {
+        if let Some(slots) = try_all(&order)
+            && let Some(slot) = self.fair.try_slot(&service.slots, client)
+        {
             return Ok(Admitted {
                 _slots: slots,
+                _service: slot,
                 queued_for: Duration::ZERO,
             });
         }
-        let Some(_place) = QueuePlace::take(&self.waiting, bounds.depth) else {
-            return Err(Refusal::QueueFull {
-                depth: bounds.depth,
-            });
+        let _place = match QueuePlace::take(&self.waiting, bounds.depth) {
+            Some(place) => place,
+            None if self.fair.make_room(client) => QueuePlace::forced(&self.waiting),
+            None => {
+                return Err(Refusal::QueueFull {
+                    depth: bounds.depth,
+                });
+            }
         };
         let started = tokio::time::Instant::now();
         let deadline = started + bounds.timeout;
-        let mut slots: [Option<OwnedSemaphorePermit>; 3] = [None, None, None];
+        let mut slots: [Option<OwnedSemaphorePermit>; 2] = [None, None];
         for (i, (scope, gate)) in order.iter().enumerate() {
             let Some(gate) = gate else { continue };
             match tokio::time::timeout_at(deadline, gate.slots.clone().acquire_owned()).await {
@@ -195,16 +221,31 @@ impl Admission {
                 }
             }
         }
+        let slot = self
+            .fair
+            .slot_by(&service.slots, client, deadline)
+            .await
+            .map_err(|why| match why {
+                NoSlot::TimedOut => Refusal::Waited {
+                    scope: Scope::Service,
+                    limit: service.limit,
+                    waited: started.elapsed(),
+                },
+                NoSlot::Yielded => Refusal::Yielded {
+                    depth: bounds.depth,
+                },
+            })?;
         Ok(Admitted {
             _slots: slots,
+            _service: slot,
             queued_for: started.elapsed(),
         })
     }
 }
 
 /// Every slot at once without waiting, or none.
-fn try_all(order: &[(Scope, Option<Arc<Gate>>); 3]) -> Option<[Option<OwnedSemaphorePermit>; 3]> {
-    let mut slots: [Option<OwnedSemaphorePermit>; 3] = [None, None, None];
+fn try_all(order: &[(Scope, Option<Arc<Gate>>); 2]) -> Option<[Option<OwnedSemaphorePermit>; 2]> {
+    let mut slots: [Option<OwnedSemaphorePermit>; 2] = [None, None];
     for (i, (_, gate)) in order.iter().enumerate() {
         if let Some(gate) = gate {
             slots[i] = Some(gate.slots.clone().try_acquire_owned().ok()?);
@@ -225,6 +266,12 @@ impl<'a> QueuePlace<'a> {
             .ok()
             .map(|_| QueuePlace(waiting))
     }
+
+    /// A place taken past the depth: the place a call that yielded gives back as it leaves.
+    fn forced(waiting: &'a AtomicU64) -> Self {
+        waiting.fetch_add(1, Ordering::AcqRel);
+        QueuePlace(waiting)
+    }
 }
 
 impl Drop for QueuePlace<'_> {
@@ -237,6 +284,10 @@ impl Drop for QueuePlace<'_> {
 mod tests {
     use super::*;
 
+    fn client() -> Arc<str> {
+        "a".into()
+    }
+
     fn bounds(depth: u64, timeout_ms: u64) -> QueueBounds {
         QueueBounds {
             depth,
@@ -248,14 +299,17 @@ mod tests {
     async fn beyond_the_slots_calls_queue_in_order_and_beyond_the_queue_they_are_refused() {
         let admission = Arc::new(Admission::new(1));
         let none = CallGates::default();
-        let first = admission.admit(&none, bounds(1, 1000)).await.unwrap();
+        let first = admission
+            .admit(&none, bounds(1, 1000), &client())
+            .await
+            .unwrap();
         assert_eq!(first.queued_for, Duration::ZERO);
         // The second waits in the queue (depth 1) ...
         let second = tokio::spawn({
             let admission = admission.clone();
             async move {
                 admission
-                    .admit(&CallGates::default(), bounds(1, 1000))
+                    .admit(&CallGates::default(), bounds(1, 1000), &client())
                     .await
             }
         });
@@ -264,7 +318,10 @@ mod tests {
         }
         // ... so a third finds the queue full at once.
         assert_eq!(
-            admission.admit(&none, bounds(1, 1000)).await.err(),
+            admission
+                .admit(&none, bounds(1, 1000), &client())
+                .await
+                .err(),
             Some(Refusal::QueueFull { depth: 1 })
         );
         tokio::time::advance(Duration::from_millis(300)).await;
@@ -282,8 +339,15 @@ mod tests {
             tool,
             provider: None,
         };
-        let _running = admission.admit(&gates, bounds(5, 250)).await.unwrap();
-        let refused = admission.admit(&gates, bounds(5, 250)).await.err().unwrap();
+        let _running = admission
+            .admit(&gates, bounds(5, 250), &client())
+            .await
+            .unwrap();
+        let refused = admission
+            .admit(&gates, bounds(5, 250), &client())
+            .await
+            .err()
+            .unwrap();
         assert_eq!(
             refused,
             Refusal::Waited {
@@ -300,7 +364,7 @@ mod tests {
         // Other tools are not held up by the full one.
         assert!(
             admission
-                .admit(&CallGates::default(), bounds(5, 250))
+                .admit(&CallGates::default(), bounds(5, 250), &client())
                 .await
                 .is_ok()
         );
@@ -310,9 +374,12 @@ mod tests {
     async fn a_queue_of_zero_refuses_as_soon_as_the_slots_are_taken() {
         let admission = Admission::new(1);
         let none = CallGates::default();
-        let _running = admission.admit(&none, bounds(0, 1000)).await.unwrap();
+        let _running = admission
+            .admit(&none, bounds(0, 1000), &client())
+            .await
+            .unwrap();
         assert!(matches!(
-            admission.admit(&none, bounds(0, 1000)).await,
+            admission.admit(&none, bounds(0, 1000), &client()).await,
             Err(Refusal::QueueFull { depth: 0 })
         ));
     }
@@ -333,12 +400,25 @@ mod tests {
     async fn a_reloaded_service_limit_applies_to_new_calls() {
         let admission = Admission::new(1);
         let none = CallGates::default();
-        let _one = admission.admit(&none, bounds(0, 10)).await.unwrap();
+        let _one = admission
+            .admit(&none, bounds(0, 10), &client())
+            .await
+            .unwrap();
         // The same limit again keeps the gate: the running call still holds its slot.
         admission.set_service_limit(1);
-        assert!(admission.admit(&none, bounds(0, 10)).await.is_err());
+        assert!(
+            admission
+                .admit(&none, bounds(0, 10), &client())
+                .await
+                .is_err()
+        );
         admission.set_service_limit(2);
-        assert!(admission.admit(&none, bounds(0, 10)).await.is_ok());
+        assert!(
+            admission
+                .admit(&none, bounds(0, 10), &client())
+                .await
+                .is_ok()
+        );
     }
 
     /// The provider's gate is passed after the tool's: a full provider refuses a call of any
@@ -350,8 +430,15 @@ mod tests {
             tool: admission.gate(Scope::Tool, "t", Some(5)),
             provider: admission.gate(Scope::Provider, "p", Some(1)),
         };
-        let _running = admission.admit(&gates, bounds(1, 250)).await.unwrap();
-        let refused = admission.admit(&gates, bounds(1, 250)).await.err().unwrap();
+        let _running = admission
+            .admit(&gates, bounds(1, 250), &client())
+            .await
+            .unwrap();
+        let refused = admission
+            .admit(&gates, bounds(1, 250), &client())
+            .await
+            .err()
+            .unwrap();
         assert_eq!(refused.scope(), Scope::Provider);
         assert_eq!(
             refused.to_string(),
@@ -367,5 +454,61 @@ mod tests {
             [Scope::Service, Scope::Provider, Scope::Tool].map(Scope::as_str),
             ["service", "provider", "tool"]
         );
+    }
+
+    /// Two clients: the flood holds both slots and the queue; another client's call takes the
+    /// place of the flood's newest queued call (refused, saying why) and the slot freed next
+    /// (the flood still holds one, the other client none).
+    #[tokio::test(start_paused = true)]
+    async fn a_full_queue_takes_another_clients_call_in_place_of_the_floods_newest() {
+        let admission = Arc::new(Admission::new(2));
+        let (flood, quiet): (Arc<str>, Arc<str>) = ("flood".into(), "quiet".into());
+        let none = CallGates::default();
+        let running = admission
+            .admit(&none, bounds(2, 1000), &flood)
+            .await
+            .unwrap();
+        let _still_running = admission
+            .admit(&none, bounds(2, 1000), &flood)
+            .await
+            .unwrap();
+        let queue = |who: &Arc<str>| {
+            let (admission, who) = (admission.clone(), who.clone());
+            tokio::spawn(async move {
+                admission
+                    .admit(&CallGates::default(), bounds(2, 1000), &who)
+                    .await
+            })
+        };
+        let older = queue(&flood);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let newer = queue(&flood);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(admission.waiting(), 2);
+        assert_eq!(
+            admission.admit(&none, bounds(2, 1000), &flood).await.err(),
+            Some(Refusal::QueueFull { depth: 2 }),
+            "the flood's own call finds the queue full"
+        );
+        let other = queue(&quiet);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let yielded = newer.await.unwrap().err().unwrap();
+        assert_eq!(yielded, Refusal::Yielded { depth: 2 });
+        assert_eq!(yielded.scope(), Scope::Service);
+        assert!(yielded.to_string().contains("gave its place"), "{yielded}");
+        assert_eq!(
+            admission.waiting(),
+            2,
+            "the other client's call holds the place"
+        );
+        drop(running);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(
+            other.is_finished(),
+            "the freed slot goes to the client holding none"
+        );
+        assert!(!older.is_finished());
+        assert!(other.await.unwrap().is_ok());
+        assert!(older.await.unwrap().is_ok(), "then the flood's");
     }
 }

@@ -6,6 +6,7 @@
 //! id: created → validating → routing → executing → completed | failed (the flow; the
 //! request's own log line, at info, says how it ended).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -143,6 +144,9 @@ impl Service {
         let toolset = self.toolset();
         let arguments = Value::Object(arguments);
         let entry = self.checked(&toolset, tool, &arguments, request_id, client)?;
+        // In flight for this client until it is answered (queued, running, shared).
+        let counted_as = client.counted_as();
+        let _in_flight = self.client_load.call(&counted_as);
         let subject_token = client
             .token()
             .map(|id| SubjectToken::new(id.token(), &id.subject, id.expires));
@@ -184,6 +188,7 @@ impl Service {
                 match self.shared(plan, share, key, timeout).await {
                     Ok(answer) => {
                         self.call_ended(tool, provider, request_id, started, None, &answer);
+                        self.stats.count_caller(tool, &counted_as);
                         return answer;
                     }
                     Err(leader) => Some((leader, share.ttl, key)),
@@ -203,7 +208,9 @@ impl Service {
             // The caller's validated OAuth token, for an upstream's RFC 8693 exchange only.
             subject_token,
         };
-        let result = self.run_upstream(tool, entry, plan, arguments, cx).await;
+        let result = self
+            .run_upstream(tool, entry, plan, arguments, cx, &counted_as)
+            .await;
         let result = match sharing {
             Some((leader, ttl, key)) => {
                 if let (Ok(done), Some(ttl), Some(cluster)) = (&result, ttl, &self.cluster)
@@ -219,6 +226,7 @@ impl Service {
         };
         let ran = Some(started.elapsed());
         self.call_ended(tool, provider, request_id, started, ran, &result);
+        self.stats.count_caller(tool, &counted_as);
         result
     }
 
@@ -282,6 +290,7 @@ impl Service {
         plan: Option<&CallPlan>,
         arguments: JsonObject,
         cx: CallContext,
+        client: &Arc<str>,
     ) -> Result<CallResult, CallFailure> {
         let settings = self.settings();
         let request_id = cx.request_id.as_str();
@@ -302,7 +311,7 @@ impl Service {
         let gates = plan.map(|p| p.gates.clone()).unwrap_or_default();
         let _admitted = self
             .admission
-            .admit(&gates, bounds)
+            .admit(&gates, bounds, client)
             .await
             .map_err(|refusal| {
                 self.metrics.admission_rejected(refusal.scope().as_str());

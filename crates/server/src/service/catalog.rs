@@ -372,8 +372,11 @@ impl Service {
             depth: config.limits.queue_depth,
             timeout: config.limits.queue_timeout,
         };
+        // Catalog reads share the slots as one client of their own: they are short, and
+        // come from every client alike.
+        let reads: std::sync::Arc<str> = std::sync::Arc::from("(catalog reads)");
         self.admission
-            .admit(&gates, bounds)
+            .admit(&gates, bounds, &reads)
             .await
             .map_err(|refusal| {
                 self.metrics.admission_rejected(refusal.scope().as_str());

@@ -126,6 +126,11 @@ impl Client {
         &self.name
     }
 
+    /// The name, shared: what per-client counts and bounds are kept under.
+    pub fn counted_as(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
     /// The API key's name, when the client is one.
     pub fn key_name(&self) -> Option<&str> {
         self.keyed.then_some(&*self.name)

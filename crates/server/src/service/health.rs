@@ -89,6 +89,7 @@ impl Service {
                 .collect()
         };
         let stats = self.stats.snapshot();
+        let settings = self.settings();
         let tools: BTreeMap<String, ToolHealth> = toolset
             .registry
             .tools()
@@ -112,7 +113,16 @@ impl Service {
                     dependency
                 };
                 let numbers = stats.get(&tool.name).cloned().unwrap_or_default();
-                Some((tool.name.clone(), numbers.to_health(dependency)))
+                let mut health = numbers.to_health(dependency);
+                health.top_callers = numbers
+                    .top_callers
+                    .iter()
+                    .map(|(client, calls)| contract::ToolCaller {
+                        client: public_name(&settings, client),
+                        calls: *calls,
+                    })
+                    .collect();
+                Some((tool.name.clone(), health))
             })
             .collect();
         let conflicts: Vec<NameConflict> = toolset
@@ -161,6 +171,34 @@ impl Service {
             conflicts,
             providers,
             cluster: self.cluster.as_ref().map(|c| c.report()),
+            clients: Some(self.clients_report()),
+        }
+    }
+
+    /// What the clients hold, with the five holding the most.
+    fn clients_report(&self) -> contract::ClientsReport {
+        let settings = self.settings();
+        let mcp = &settings.config.mcp;
+        let (clients, top) = self.client_load.top(5);
+        contract::ClientsReport {
+            clients,
+            sessions: self.metrics.live_sessions(),
+            max_sessions: mcp.max_sessions,
+            sessions_elsewhere: self
+                .cluster
+                .as_ref()
+                .map_or(0, |c| c.all_sessions_elsewhere()),
+            max_sessions_per_client: mcp.sessions_per_client(),
+            max_streams_per_client: mcp.streams_per_client(),
+            top: top
+                .into_iter()
+                .map(|(name, held)| contract::ClientHoldings {
+                    client: public_name(&settings, &name),
+                    sessions: held.sessions,
+                    streams: held.streams,
+                    calls: held.calls,
+                })
+                .collect(),
         }
     }
 
@@ -432,6 +470,30 @@ fn not_checked_yet() -> DependencyStatus {
         error: Some("not checked yet".into()),
         last_ok: None,
         checked_at: None,
+    }
+}
+
+/// A client as a public document (/health) may name it: an API key by its name (configuration,
+/// not a secret), an address as it is while no credential is required; an OAuth subject, and an
+/// address while credentials are required, by the first 12 hex digits of its SHA-256.
+fn public_name(settings: &crate::service::settings::Settings, name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let security = &settings.config.security;
+    let digest = |kind: &str| {
+        let hex: String = Sha256::digest(name.as_bytes())[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{kind}:{hex}")
+    };
+    if security.api_keys.iter().any(|k| k.value.name == name) {
+        format!("key:{name}")
+    } else if name.parse::<std::net::IpAddr>().is_err() {
+        digest("sub")
+    } else if security.credentials_required() {
+        digest("ip")
+    } else {
+        format!("ip:{name}")
     }
 }
 

@@ -9,9 +9,11 @@ pub mod admission;
 mod call;
 mod catalog;
 pub mod client;
+pub mod client_load;
 pub mod cluster;
 mod completions;
 pub mod discovery;
+mod fair_share;
 mod health;
 pub mod keys;
 pub mod lifecycle;
@@ -41,6 +43,7 @@ use self::admission::Admission;
 pub use self::call::{CallFailure, CallRequest, CallResult};
 pub use self::catalog::CatalogRequest;
 use self::client::Client;
+use self::client_load::ClientLoad;
 use self::cluster::{Cluster, ClusterError};
 use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
@@ -101,6 +104,8 @@ pub struct Service {
     pub cluster: Option<Arc<Cluster>>,
     /// Which calls run now, which wait, which are refused.
     pub admission: Admission,
+    /// What each client holds now: MCP sessions, streams, calls in flight.
+    pub client_load: Arc<ClientLoad>,
     /// Each provider's breaker, retry budget and result cache, kept across reloads.
     pub resilience: Resilience,
     /// The service's Prometheus series (GET /metrics).
@@ -147,6 +152,7 @@ impl Service {
         let name = config.service.name.to_string();
         let version = config.version();
         let client_sessions = ClientSessions::default();
+        let client_load: Arc<ClientLoad> = Arc::default();
         let checks = Checks::default();
         let hooks = ProviderHooks {
             tools_changed: tools_changed.clone(),
@@ -165,12 +171,14 @@ impl Service {
             spans.flush_on(&providers);
         }
         let cluster = config.cluster.as_ref().map(|c| {
-            Cluster::new(
+            let cluster = Cluster::new(
                 &name,
                 c,
                 &config.service.host.value,
                 config.service.port.get(),
-            )
+            );
+            cluster.share_sessions_of(client_load.clone());
+            cluster
         });
         let built = build_providers(&config, None, &hooks)?;
         let admission = Admission::new(config.limits.max_concurrent_calls);
@@ -195,6 +203,7 @@ impl Service {
             },
             cluster,
             admission,
+            client_load,
             resilience,
             metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),

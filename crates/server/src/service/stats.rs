@@ -108,7 +108,14 @@ struct Record {
     filled: usize,
     last_success: Option<DateTime<Utc>>,
     last_error: Option<LastError>,
+    /// The clients calling most, [`CALLERS_KEPT`] at most, counted the Space-Saving way: a new
+    /// caller takes the least counted one's place with its count plus one, so the heaviest
+    /// callers stay and no count is ever too low.
+    callers: Vec<(Arc<str>, u64)>,
 }
+
+/// How many callers a tool keeps counts of; /health shows the first 3.
+const CALLERS_KEPT: usize = 16;
 
 /// A tool's last failure that counts against it.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +140,7 @@ impl Default for Record {
             filled: 0,
             last_success: None,
             last_error: None,
+            callers: Vec::new(),
         }
     }
 }
@@ -152,6 +160,8 @@ pub struct ToolSnapshot {
     pub queries_per_minute: u64,
     pub last_success: Option<DateTime<Utc>>,
     pub last_error: Option<LastError>,
+    /// The clients calling most, most first (3 at most).
+    pub top_callers: Vec<(Arc<str>, u64)>,
 }
 
 impl ToolSnapshot {
@@ -195,6 +205,8 @@ impl ToolSnapshot {
             p50_ms: self.p50_ms,
             p95_ms: self.p95_ms,
             queries_per_minute: self.queries_per_minute,
+            // Named by the caller of this, as a public document may name clients.
+            top_callers: Vec::new(),
         }
     }
 }
@@ -302,6 +314,22 @@ impl ToolStats {
         self.snapshot_at(Instant::now())
     }
 
+    /// One more call of `tool` by `client` (kept when the tool's numbers are).
+    pub fn count_caller(&self, tool: &str, client: &Arc<str>) {
+        let Some(record) = self.tools.read_unpoisoned().get(tool).cloned() else {
+            return;
+        };
+        let mut record = record.write_unpoisoned();
+        let callers = &mut record.callers;
+        if let Some(entry) = callers.iter_mut().find(|(c, _)| c == client) {
+            entry.1 += 1;
+        } else if callers.len() < CALLERS_KEPT {
+            callers.push((client.clone(), 1));
+        } else if let Some(least) = callers.iter_mut().min_by_key(|(_, n)| *n) {
+            *least = (client.clone(), least.1 + 1);
+        }
+    }
+
     /// One tool's numbers; `None` when it was never called.
     pub fn tool(&self, tool: &str) -> Option<ToolSnapshot> {
         let record = self.tools.read_unpoisoned().get(tool)?.clone();
@@ -367,6 +395,12 @@ fn summarize(record: &Record, now: u64) -> ToolSnapshot {
         queries_per_minute,
         last_success: record.last_success,
         last_error: record.last_error.clone(),
+        top_callers: {
+            let mut callers = record.callers.clone();
+            callers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            callers.truncate(3);
+            callers
+        },
     }
 }
 

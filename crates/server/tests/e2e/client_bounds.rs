@@ -7,6 +7,7 @@
 //! which then answers 404 `evicted`.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -119,6 +120,10 @@ async fn two_api_keys_from_one_address_are_two_clients() {
     let (statuses, _) = flood(gw.url("/mcp"), localhost, Some("noisy-key"), 30).await;
     assert_eq!((count(&statuses, 200), count(&statuses, 429)), (5, 25));
     served(&sdk_client(&gw, Some("quiet-key")).await);
+    // /health is public: a key's name shows (it is configuration), never a secret.
+    let clients = get(&gw, "/health").await.body["data"]["clients"].clone();
+    assert_eq!(clients["top"][0]["client"], "key:noisy", "{clients}");
+    assert_eq!(clients["top"][0]["sessions"], 5, "{clients}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -166,4 +171,141 @@ async fn a_full_table_ends_the_oldest_session_of_the_client_over_its_share() {
     assert_eq!(gone.status(), 404);
     let body: Value = gone.json().await.unwrap();
     assert_eq!(body["error"]["data"]["session_state"], "evicted", "{body}");
+}
+
+/// A slow call from `from`, started in the background: its status, body and when it ended.
+fn slow_call_from(
+    gw: &Gateway,
+    from: IpAddr,
+    tool: &'static str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<(u16, Value, std::time::Instant)> {
+    let url = gw.url("/call-tool");
+    tokio::spawn(async move {
+        let http = reqwest::Client::builder()
+            .local_address(from)
+            .build()
+            .unwrap();
+        let answer = http
+            .post(url)
+            .json(&json!({"tool": tool, "arguments": arguments}))
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        (
+            status,
+            answer.json().await.unwrap(),
+            std::time::Instant::now(),
+        )
+    })
+}
+
+/// One client holds both call slots and fills the queue; another client's call is not
+/// refused and does not wait behind that queue: the newest of the flood's queued calls gives
+/// its place (503, saying so), and the next freed slot goes to the client holding none.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_flooding_calls_waits_behind_its_own_calls_not_another_clients() {
+    let gw = Gateway::start(
+        "bounds",
+        &format!(
+            "limits: {{ max_concurrent_calls: 2, queue_depth: 3, queue_timeout_ms: 20000 }}\nproviders:\n{}",
+            everything_provider("everything")
+        ),
+    )
+    .await;
+    let slow = json!({"duration": 2, "steps": 1});
+    let mut flood = Vec::new();
+    for _ in 0..5 {
+        flood.push(slow_call_from(
+            &gw,
+            FLOODER,
+            "trigger-long-running-operation",
+            slow.clone(),
+        ));
+        // One at a time, so the newest queued call is the last sent.
+        let expected = flood.len() as u64;
+        eventually(Duration::from_secs(10), "the flood's call in", || async {
+            let data = get(&gw, "/health").await.body["data"].clone();
+            let seen =
+                data["active_calls"].as_u64().unwrap() + data["queued_calls"].as_u64().unwrap();
+            (seen == expected).then_some(())
+        })
+        .await;
+    }
+    // Slots (2) and queue (3) are the flood's. Another client:
+    let quiet = slow_call_from(
+        &gw,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        "echo",
+        json!({"message": "not behind the flood"}),
+    );
+    let (status, body, quiet_done) = quiet.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let mut ends = Vec::new();
+    for call in flood {
+        let (status, body, done) = call.await.unwrap();
+        ends.push((status, body, done));
+    }
+    let yielded: Vec<&Value> = ends.iter().filter(|e| e.0 == 503).map(|e| &e.1).collect();
+    assert_eq!(yielded.len(), 1, "{ends:?}");
+    assert!(
+        yielded[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("gave its place"),
+        "{}",
+        yielded[0]
+    );
+    // The quiet call ran in the first slot freed: before the flood's queued calls ended (in
+    // arrival order it would have run after them, and been refused first, the queue full).
+    let later = ends
+        .iter()
+        .filter(|e| e.0 == 200 && e.2 > quiet_done)
+        .count();
+    assert!(
+        later >= 2,
+        "the two queued flood calls end after it: {ends:?}"
+    );
+}
+
+/// A client past `mcp.max_streams_per_client` is refused another stream (429, the bound
+/// named), and /health names the clients holding the most: an address as it is without keys.
+#[tokio::test(flavor = "multi_thread")]
+async fn streams_are_bounded_per_client_and_health_names_who_holds_the_most() {
+    let gw = Gateway::start("bounds", &config("max_streams_per_client: 1", "")).await;
+    let http = reqwest::Client::builder()
+        .local_address(FLOODER)
+        .build()
+        .unwrap();
+    let open = || {
+        http.get(gw.url("/sse"))
+            .header("accept", "text/event-stream")
+            .send()
+    };
+    let first = open().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let second = open().await.unwrap();
+    assert_eq!(second.status(), 429);
+    assert_eq!(second.headers()["retry-after"], "5");
+    let body: Value = second.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mcp.max_streams_per_client is 1"),
+        "{body}"
+    );
+    let health = get(&gw, "/health").await.body["data"]["clients"].clone();
+    assert_eq!(health["top"][0]["client"], "ip:127.0.0.2", "{health}");
+    assert_eq!(health["top"][0]["sessions"], 1, "{health}");
+    assert_eq!(health["top"][0]["streams"], 1, "{health}");
+    assert_eq!(health["max_streams_per_client"], 1);
+    assert_eq!(health["max_sessions_per_client"], 100);
+    drop(first);
+    eventually(Duration::from_secs(10), "the stream given back", || async {
+        let clients = get(&gw, "/health").await.body["data"]["clients"].clone();
+        (clients["clients"] == 0).then_some(())
+    })
+    .await;
 }

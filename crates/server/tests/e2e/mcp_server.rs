@@ -473,7 +473,8 @@ async fn legacy_sse_sessions_are_checked() {
 #[tokio::test]
 async fn sessions_past_max_sessions_are_refused_until_one_ends() {
     let extra = format!(
-        "mcp: {{ max_sessions: 2 }}\nproviders:\n{}",
+        // One client holds them all here: its own bound is the table's.
+        "mcp: {{ max_sessions: 2, max_sessions_per_client: 2 }}\nproviders:\n{}",
         everything_provider("everything")
     );
     let gw = Gateway::start("few-sessions", &extra).await;

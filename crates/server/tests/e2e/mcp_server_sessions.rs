@@ -162,7 +162,8 @@ async fn an_idle_session_expires_and_answers_404_on_both_transports() {
 #[tokio::test]
 async fn the_session_bound_counts_both_transports() {
     let extra = format!(
-        "mcp: {{ max_sessions: 2 }}\nproviders:\n{}",
+        // One client holds them all here: its own bound is the table's.
+        "mcp: {{ max_sessions: 2, max_sessions_per_client: 2 }}\nproviders:\n{}",
         everything_provider("everything")
     );
     let gw = Gateway::start("bound", &extra).await;

@@ -9,6 +9,7 @@
 //! success marks it up again. A background loop pings every second, so recovery is seen
 //! without traffic.
 
+mod clients;
 pub mod forward;
 pub mod rate;
 pub mod results;
@@ -17,7 +18,7 @@ pub mod tasks;
 pub mod usage;
 mod writes;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,6 +31,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use crate::config::{
     ClusterSection, EnvError, OnRedisError, RedisUrlError, check_redis_url, expand_env, redact,
 };
+use crate::service::client_load::ClientLoad;
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 
@@ -82,6 +84,10 @@ pub struct Cluster {
     usage: Mutex<BTreeMap<String, ToolUsage>>,
     writes: Writes,
     forwarding: forward::Forwarding,
+    /// This replica's holdings per client, whose sessions it shares ([`clients`]).
+    client_load: OnceLock<Arc<ClientLoad>>,
+    /// The other replicas' sessions per client, as last read.
+    sessions_elsewhere: Mutex<HashMap<String, u64>>,
 }
 
 /// Whether Redis answers, as last seen.
@@ -122,7 +128,14 @@ impl Cluster {
             usage: Mutex::default(),
             writes: Writes::default(),
             forwarding: forward::Forwarding::default(),
+            client_load: OnceLock::new(),
+            sessions_elsewhere: Mutex::default(),
         })
+    }
+
+    /// Shares the sessions per client that `load` counts with the other replicas.
+    pub fn share_sessions_of(&self, load: Arc<ClientLoad>) {
+        let _ = self.client_load.set(load);
     }
 
     /// Expands the URL and makes the connection manager, which connects lazily (at the first
@@ -295,6 +308,7 @@ impl Cluster {
                             .await;
                         if pinged.is_ok() {
                             cluster.read_usage().await;
+                            cluster.share_client_sessions().await;
                             cluster.read_forward_secret().await;
                         }
                     }

@@ -380,6 +380,7 @@ mod tests {
                     p50_ms: Some(2.0),
                     p95_ms: None,
                     queries_per_minute: 8,
+                    top_callers: Vec::new(),
                 },
             )]),
             upstreams: vec![

@@ -133,7 +133,7 @@ impl ServiceMetrics {
             ),
             client_refusals: counter_vec(
                 "mcp_client_refusals_total",
-                "MCP requests refused by a bound on one client (sessions_per_client) or on all (sessions).",
+                "MCP requests refused by a bound on one client (sessions_per_client, streams_per_client) or on all (sessions).",
                 &["bound"],
             ),
             top_client_sessions: prometheus::IntGauge::new(
@@ -177,7 +177,7 @@ impl ServiceMetrics {
         for reason in ["evicted", "unused"] {
             metrics.sessions_ended_early.with_label_values(&[reason]);
         }
-        for bound in ["sessions_per_client", "sessions"] {
+        for bound in ["sessions_per_client", "sessions", "streams_per_client"] {
             metrics.client_refusals.with_label_values(&[bound]);
         }
         metrics
@@ -275,6 +275,14 @@ impl ServiceMetrics {
     pub fn set_top_client_sessions(&self, sessions: u64) {
         self.top_client_sessions
             .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+    }
+
+    /// Live MCP sessions, both transports.
+    pub fn live_sessions(&self) -> u64 {
+        ["streamable-http", "sse"]
+            .iter()
+            .map(|t| self.sessions.with_label_values(&[*t]).get().max(0) as u64)
+            .sum()
     }
 
     /// A live MCP client session ended (closed or expired).

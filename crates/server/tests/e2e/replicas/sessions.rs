@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use testkit::until;
 
-use super::{Haproxy, KEY, Redis, backends, cluster_of, redis_command, replicas, served_by, tools};
+use super::{
+    Haproxy, KEY, Redis, backends, cluster_of, redis_command, replica_yaml, replicas, served_by,
+    tools,
+};
 use crate::harness::*;
 
 /// A 2026-07-28 request: no session, its protocol version and client in `_meta`.
@@ -417,5 +420,65 @@ async fn a_parked_calls_retry_reaches_its_replica_through_round_robin() {
     assert!(
         crossed > 0,
         "round robin brought a retry to the other replica"
+    );
+}
+
+/// A client's session bound holds across replicas: alice opens 3 of her 4 sessions on r0;
+/// once r1 has read r0's counts from Redis, r1 grants her one more and refuses the next (429,
+/// the bound named).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clients_session_bound_holds_across_replicas() {
+    let (redis_bin, _) = tools();
+    let redis = Redis::start(&redis_bin).await;
+    let mut gws = Vec::new();
+    for name in ["r0", "r1"] {
+        let yaml = format!(
+            "mcp: {{ max_sessions_per_client: 4 }}\n{}",
+            replica_yaml(
+                1000,
+                Some((&redis.url(), name)),
+                &everything_provider("everything")
+            )
+        );
+        gws.push(Gateway::spawn_env("shop", &yaml, &[("MHG_ALICE_KEY", KEY)]));
+    }
+    for gw in &mut gws {
+        gw.wait_running().await;
+    }
+    let client = reqwest::Client::new();
+    let initialize = |gw: &Gateway| {
+        client
+            .post(gw.url("/mcp"))
+            .header("x-api-key", KEY)
+            .header("accept", "application/json, text/event-stream")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "hoarder", "version": "1"}}}),
+            )
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(initialize(&gws[0]).await.unwrap().status(), 200);
+    }
+    eventually(
+        Duration::from_secs(20),
+        "r1 reading r0's sessions",
+        || async {
+            let clients = get(&gws[1], "/health").await.body["data"]["clients"].clone();
+            (clients["sessions_elsewhere"] == 3).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(initialize(&gws[1]).await.unwrap().status(), 200);
+    let refused = initialize(&gws[1]).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mcp.max_sessions_per_client is 4"),
+        "{body}"
     );
 }
