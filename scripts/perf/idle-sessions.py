@@ -8,13 +8,13 @@ stdio child, then:
          gateway's resident memory (VmRSS of /proc/PID/status) before and after, once it has
          settled: the difference over N is the memory per idle session;
   soak:  for SECONDS, opens a session, calls echo in it (the answer checked), and abandons it,
-         in a loop, sampling VmRSS every 30 s; the unused-session grace (set to 5 s here) and
+         RATE times a second (default 100), sampling VmRSS every 30 s; the unused-session grace (set to 5 s here) and
          the session TTL (10 s) end the abandoned ones. Flat means the last samples are within
          10 % of the first sample taken after the first minute.
 
 Prints Markdown. The gateway binds 127.0.0.1 only.
 
-  scripts/perf/idle-sessions.py [--bin PATH] [--sessions N] [--soak SECONDS]
+  scripts/perf/idle-sessions.py [--bin PATH] [--sessions N] [--soak SECONDS] [--rate N]
 """
 
 import argparse
@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--bin", default=os.path.join(ROOT, "target/release/mcp-http-gateway"))
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--soak", type=int, default=0, help="seconds of churn after the idle test")
+    parser.add_argument("--rate", type=int, default=100, help="sessions a second in the soak")
     args = parser.parse_args()
     everything = os.path.join(ROOT, ".deps/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
     port = free_port()
@@ -94,7 +95,8 @@ def main() -> None:
         with open(config, "w") as f:
             f.write(
                 f"service: {{ name: idle, port: {port} }}\n"
-                f"mcp: {{ max_sessions: {args.sessions + 100}, max_sessions_per_client: {args.sessions + 100},"
+                # Room for the idle ones and for the soak's abandoned ones while they live.
+                f"mcp: {{ max_sessions: {args.sessions + 100 + 20 * args.rate}, max_sessions_per_client: {args.sessions + 100 + 20 * args.rate},"
                 " session_ttl_secs: 10, unused_session_grace_secs: 5 }\n"
                 "security: { rate_limit: 1000000 }\n"
                 f"providers:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{everything}\", stdio] }}\n"
@@ -130,7 +132,12 @@ def main() -> None:
                 samples, calls = [], 0
                 end = time.time() + args.soak
                 next_sample = time.time()
+                next_at = time.time()
                 while time.time() < end:
+                    # The churn's pace: RATE sessions a second, however fast the gateway answers.
+                    next_at += 1 / args.rate
+                    if next_at > time.time():
+                        time.sleep(next_at - time.time())
                     sid = open_session(url)
                     status, data, _ = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                                  "params": {"name": "echo", "arguments": {"message": "soak"}}}, sid)
