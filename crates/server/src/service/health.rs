@@ -372,6 +372,18 @@ impl Service {
                 status.last_ok = previous.and_then(|p| p.last_ok.clone());
             }
             let before = previous.map(|s| s.status);
+            if before.is_some_and(|b| b != DependencyState::Connected)
+                && status.status == DependencyState::Connected
+            {
+                // What failed was the upstream that went away: its breaker probes the new one.
+                for provider in self.toolset().providers.iter() {
+                    if provider.dependency_name() == name
+                        && let Some(contained) = self.resilience.get(provider.name())
+                    {
+                        contained.breaker.upstream_back();
+                    }
+                }
+            }
             if before != Some(status.status)
                 && (before.is_some() || status.status != DependencyState::Connected)
             {

@@ -230,6 +230,21 @@ impl Breaker {
         }
     }
 
+    /// The upstream is back (a dependency check found it connected after it was not: a child
+    /// restarted, a server reachable again): an open circuit goes half-open at once, so the
+    /// next calls probe the new upstream instead of waiting out the failures of the old one.
+    pub fn upstream_back(&self) {
+        if !self.config.enabled {
+            return;
+        }
+        let mut state = self.state.write_unpoisoned();
+        if let Phase::Open { .. } = state.phase {
+            state.phase = Phase::HalfOpen { out: 0, passed: 0 };
+            state.since = Utc::now();
+            tracing::info!(service = %self.service, provider = %self.provider, "circuit half-open: the upstream is connected again");
+        }
+    }
+
     fn open(&self, state: &mut State, now: Instant, reason: String) {
         let interval = self
             .config
@@ -376,6 +391,26 @@ mod tests {
             b.admit_at(again).unwrap_err().retry_after,
             Duration::from_millis(100)
         );
+    }
+
+    #[test]
+    fn an_upstream_back_makes_an_open_circuit_probe_at_once() {
+        let b = breaker(1, 60_000);
+        let t = Instant::now();
+        b.upstream_back();
+        assert_eq!(
+            b.state(),
+            BreakerState::Closed,
+            "a closed circuit stays closed"
+        );
+        call(&b, t, Verdict::Failure).unwrap();
+        assert_eq!(b.state(), BreakerState::Open);
+        assert!(b.admit_at(t).is_err());
+        b.upstream_back();
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        call(&b, t, Verdict::Success).unwrap();
+        call(&b, t, Verdict::Success).unwrap();
+        assert_eq!(b.state(), BreakerState::Closed, "the probes closed it");
     }
 
     #[test]
