@@ -1,4 +1,4 @@
-//! Browser access to the REST routes: the configured origins, or any loopback origin, read at
+//! Browser access to both surfaces (REST and /mcp): the configured origins, or any loopback origin, read at
 //! request time so a reload applies.
 //!
 //! The rules are tower-http's, kept once in an `Arc` and applied to requests that carry an
@@ -23,7 +23,7 @@ use tower_http::cors::{AllowOrigin, Cors, CorsLayer as Rules};
 use crate::service::Service;
 
 /// The request headers a preflight may ask for.
-fn allowed_headers() -> [HeaderName; 6] {
+fn allowed_headers() -> [HeaderName; 11] {
     [
         header::CONTENT_TYPE,
         header::AUTHORIZATION,
@@ -32,11 +32,20 @@ fn allowed_headers() -> [HeaderName; 6] {
         // W3C Trace Context, as browser OpenTelemetry instrumentation sends it.
         HeaderName::from_static("traceparent"),
         HeaderName::from_static("tracestate"),
+        // What an MCP client in a web page sends to /mcp: its session, its protocol version,
+        // the 2026-07-28 routing headers, and where a resumed stream picks up.
+        HeaderName::from_static("mcp-session-id"),
+        HeaderName::from_static("mcp-protocol-version"),
+        HeaderName::from_static("mcp-method"),
+        HeaderName::from_static("mcp-name"),
+        HeaderName::from_static("last-event-id"),
     ]
 }
 
-/// The response headers a page's script may read.
-const EXPOSED: &str = "x-request-id,retry-after,ratelimit,ratelimit-policy";
+/// The response headers a page's script may read: besides the envelope's, the session an
+/// MCP client must send back, and the challenge that leads an OAuth client to the metadata.
+const EXPOSED: &str =
+    "x-request-id,retry-after,ratelimit,ratelimit-policy,mcp-session-id,www-authenticate";
 /// The `Vary` tower-http 0.7 derives from these rules: only the allowed origin depends on the
 /// request (the methods and headers allowed are fixed lists).
 const VARY: &str = "origin";
@@ -48,7 +57,8 @@ fn rules(service: Arc<Service>) -> Rules {
                 .to_str()
                 .is_ok_and(|o| service.settings().allows_origin(o))
         }))
-        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        // DELETE ends an MCP session and cancels a task.
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
         .allow_headers(allowed_headers())
         .expose_headers(
             EXPOSED

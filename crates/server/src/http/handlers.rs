@@ -16,7 +16,7 @@ use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::rate_limit::Client;
-use crate::service::{self, CallRequest, CatalogRequest, Service, TaskRequest};
+use crate::service::{self, CallFailure, CallRequest, CatalogRequest, Service, TaskRequest};
 use crate::telemetry::TraceContext;
 
 /// The query of GET /tools: a search (`q`) and how many tools it answers at most.
@@ -198,7 +198,7 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
                 serde_json::to_value(task.info()).unwrap_or(Value::Null),
                 format!("/tasks/{}", task.id),
             ),
-            Err(failure) => Reply::from(failure),
+            Err(failure) => refused(service, call.client, call.resource.as_ref(), tool, failure),
         };
         return reply.with_tool(tool);
     }
@@ -218,19 +218,28 @@ async fn run(service: &Arc<Service>, call: Call<'_>) -> Reply {
             reply.meta.cache = cache;
             reply
         }
-        Err(failure) if failure.code == ErrorCode::Forbidden => {
-            let challenge = call.resource.as_ref().and_then(|resource| {
-                insufficient_scope(&service.settings(), call.client, tool, resource)
-            });
-            let reply = Reply::from(failure);
-            match challenge {
-                Some(challenge) => reply.challenge(challenge),
-                None => reply,
-            }
-        }
-        Err(failure) => Reply::from(failure),
+        Err(failure) => refused(service, call.client, call.resource.as_ref(), tool, failure),
     };
     reply.with_tool(tool)
+}
+
+/// A call's refusal; a 403 for a token's scopes carries the `insufficient_scope` challenge
+/// naming the scopes that open the tool, whether the call was to run now or as a task.
+fn refused(
+    service: &Service,
+    client: &Client,
+    resource: Option<&Resource>,
+    tool: &str,
+    failure: CallFailure,
+) -> Reply {
+    let challenge = resource
+        .filter(|_| failure.code == ErrorCode::Forbidden)
+        .and_then(|resource| insufficient_scope(&service.settings(), client, tool, resource));
+    let reply = Reply::from(failure);
+    match challenge {
+        Some(challenge) => reply.challenge(challenge),
+        None => reply,
+    }
 }
 
 /// GET /tasks/{id}: the task's status, then its result or error (from any replica, with

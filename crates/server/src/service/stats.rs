@@ -517,6 +517,36 @@ mod tests {
         assert!(!stats.snapshot_at(now).contains_key("r"));
     }
 
+    /// Space-Saving: the heaviest callers stay among many light ones, and a count is never
+    /// below the calls truly made (a newcomer takes the least count, plus one).
+    #[test]
+    fn the_heaviest_callers_stay_and_no_count_is_too_low() {
+        let stats = ToolStats::default();
+        stats.record("t", ms(1), Ok(()));
+        let heavy: Arc<str> = "sub:heavy".into();
+        let second: Arc<str> = "sub:second".into();
+        for round in 0..100 {
+            stats.count_caller("t", &heavy);
+            if round % 2 == 0 {
+                stats.count_caller("t", &second);
+            }
+            // A new light caller every round: far more callers than are kept.
+            stats.count_caller("t", &format!("sub:light{round}").into());
+        }
+        // Not counted for a tool never called (no record to keep them in).
+        stats.count_caller("never", &heavy);
+        assert!(stats.tool("never").is_none());
+        let top = stats.tool("t").unwrap().top_callers;
+        assert_eq!(top.len(), 3);
+        assert_eq!(top[0], (heavy, 100));
+        assert_eq!(top[1], (second, 50));
+        // The third is a light caller, counted at least once: never too low.
+        assert!(
+            top[2].0.starts_with("sub:light") && top[2].1 >= 1,
+            "{top:?}"
+        );
+    }
+
     #[test]
     fn long_messages_are_cut() {
         let stats = ToolStats::default();

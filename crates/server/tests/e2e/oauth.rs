@@ -5,8 +5,9 @@
 //! JWT (the /mcp resource) and opaque (the service's base resource, RFC 7662 introspection);
 //! scopes mapped to tools (lists and 403 insufficient_scope); every hand-made bad token a 401
 //! and nothing else; the issuer down (cached keys keep working, new ones fail closed); the
-//! subject in the access log and no token in any log; Swagger UI's Authorize button clicked in a
-//! real browser.
+//! subject in the access log, on server spans and among a tool's top callers, and no token in
+//! any log; Swagger UI's Authorize button clicked in a real browser; an MCP client in a web
+//! page of another origin.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -396,6 +397,17 @@ async fn a_real_issuer_s_tokens_open_rest_and_mcp_and_bad_ones_get_a_401_and_not
     );
     let short: Value = short.json().await.unwrap();
     assert_eq!(short["code"], "FORBIDDEN");
+    // The same call asked to run as a task is refused with the same challenge.
+    let short_task = reqwest::Client::new()
+        .post(gw.url("/call-tool"))
+        .bearer_auth(&opaque)
+        .header("prefer", "respond-async")
+        .json(&json!({"tool": "get-sum", "arguments": {"a": 1, "b": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(short_task.status(), 403);
+    assert_eq!(challenge(&short_task), step_up);
     // Asked for, meta says who the gateway took the caller for.
     let told: Value = reqwest::Client::new()
         .post(gw.url("/call-tool"))
@@ -783,6 +795,108 @@ async fn a_new_signing_key_is_fetched_on_its_first_unknown_kid() {
     assert_eq!(get_with(&gw, "/tools", &old).await.status(), 200);
     let refetched = gw.logs().matches("could not be fetched").count();
     assert_eq!(refetched, 0, "every fetch reached the issuer");
+}
+
+/// The caller's subject where people look: with traces exported, a server span names it as
+/// OpenTelemetry says (`enduser.id`) with the OAuth client the token came through
+/// (`oauth.client_id`), at a real OTLP receiver; `/health` (public) counts each tool's top
+/// callers by the subject's digest. The token itself is on no span, and the subject is not in
+/// clear in `/health`.
+#[tokio::test]
+async fn a_token_s_subject_is_on_its_span_and_among_the_tool_s_callers_and_the_token_is_not() {
+    let receiver = OtlpReceiver::start().await;
+    let (issuer, mut gw, base) = one_service("spanned", &receiver.monitoring()).await;
+    let token_of = |sub: &'static str| {
+        let issuer = &issuer;
+        let base = &base;
+        async move {
+            issuer.crafted_for(base, sub).await["valid"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let (token, bob) = (token_of("alice").await, token_of("bob").await);
+    let answer = call_with(&gw, &token, "echo", json!({"message": "traced"})).await;
+    assert_eq!(answer.status(), 200);
+    for who in [&bob, &bob, &token] {
+        let answer = call_with(&gw, who, "echo", json!({"message": "counted"})).await;
+        assert_eq!(answer.status(), 200);
+    }
+    let health = get(&gw, "/health").await.body;
+    let digest = |sub: &str| {
+        use sha2::Digest;
+        let hex: String = sha2::Sha256::digest(sub.as_bytes())[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("sub:{hex}")
+    };
+    assert_eq!(
+        health["data"]["tools"]["echo"]["top_callers"],
+        json!([{"client": digest("alice"), "calls": 2}, {"client": digest("bob"), "calls": 2}]),
+        "{health}"
+    );
+    assert!(!health.to_string().contains("alice"), "{health}");
+    // Stopped at once: the batch (sent every 5 s otherwise) is flushed on shutdown.
+    gw.signal(libc::SIGTERM);
+    gw.wait_exit(Duration::from_secs(30)).await;
+    let spans = receiver.at_least(4).await;
+    let server: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["kind"] == "SPAN_KIND_SERVER" && s["name"] == "POST /call-tool")
+        .collect();
+    assert_eq!(server.len(), 4, "{spans:#?}");
+    let mut users: Vec<&str> = server
+        .iter()
+        .map(|s| {
+            let attrs = &s["attributes"];
+            assert_eq!(attrs["oauth.client_id"], "oauth_tokens.py", "{attrs}");
+            attrs["enduser.id"].as_str().unwrap()
+        })
+        .collect();
+    users.sort();
+    assert_eq!(users, ["alice", "alice", "bob", "bob"]);
+    for token in [&token, &bob] {
+        let signature = token.rsplit('.').next().unwrap();
+        for span in &spans {
+            let text = span.to_string();
+            assert!(!text.contains(token) && !text.contains(signature), "{text}");
+        }
+    }
+}
+
+/// An MCP client in a web page of another origin (tests/fixtures/browser_mcp.mjs, headless
+/// Chromium): CORS lets its script read the 401's challenge and the session id, send the
+/// session's headers, and end the session with DELETE.
+#[tokio::test]
+async fn an_mcp_client_in_a_web_page_reads_the_challenge_and_keeps_its_session() {
+    let (issuer, gw, base) = one_service("browsed", "").await;
+    let token = issuer.crafted(&base).await["valid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let seen = run_node(vec![
+        fixture("browser_mcp.mjs"),
+        "--mcp".into(),
+        gw.url("/mcp"),
+        "--token".into(),
+        token,
+    ])
+    .await;
+    let challenge = seen["challenge"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{seen}"));
+    assert!(
+        challenge.contains(&format!(
+            "resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+        )),
+        "{seen}"
+    );
+    assert_eq!(seen["session_id_read"], true, "{seen}");
+    assert!(seen["tools"].as_u64().unwrap() > 5, "{seen}");
+    assert_eq!(seen["deleted"], 200, "{seen}");
+    assert_eq!(seen["after_delete"], 404, "{seen}");
 }
 
 /// Swagger UI's Authorize button, clicked in a real browser (headless Chromium driven by

@@ -244,41 +244,14 @@ async fn a_traceparent_reaches_http_and_mcp_upstreams_and_the_access_log() {
     assert_continues(&fields, TRACE);
 }
 
-/// One span as the OTLP receiver wrote it.
-fn spans(file: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 #[tokio::test]
 async fn spans_reach_a_real_otlp_receiver_with_their_parents() {
     let upstream = Upstream::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("spans.jsonl");
-    let otlp_port = free_port();
-    let _receiver = testkit::Killed(
-        std::process::Command::new(venv_python())
-            .args([
-                fixture("otlp_receiver.py"),
-                otlp_port.to_string(),
-                file.to_string_lossy().into_owned(),
-            ])
-            .spawn()
-            .unwrap(),
-    );
-    // The receiver is up once it answers (a GET is not an export: 501).
-    eventually(Duration::from_secs(20), "the OTLP receiver", || async {
-        reqwest::get(format!("http://127.0.0.1:{otlp_port}/"))
-            .await
-            .ok()
-    })
-    .await;
+    let receiver = OtlpReceiver::start().await;
     // Keyed: the server spans name the caller (enduser.id).
     let extra = format!(
-        "monitoring: {{ otlp_endpoint: \"http://127.0.0.1:{otlp_port}\", otlp_timeout_ms: 5000 }}\nsecurity: {{ api_keys: [{{ name: tracer, value_env: MHG_TRACE_KEY }}] }}\n{}",
+        "{}security: {{ api_keys: [{{ name: tracer, value_env: MHG_TRACE_KEY }}] }}\n{}",
+        receiver.monitoring(),
         providers(&upstream)
     );
     let mut gw = Gateway::spawn_env("traced", &extra, &[("MHG_TRACE_KEY", TRACE_KEY)]);
@@ -314,11 +287,7 @@ async fn spans_reach_a_real_otlp_receiver_with_their_parents() {
     // Stopped at once: the batch (sent every 5 s otherwise) is flushed on shutdown.
     gw.signal(libc::SIGTERM);
     gw.wait_exit(Duration::from_secs(30)).await;
-    let spans = eventually(Duration::from_secs(10), "the exported spans", || async {
-        let spans = spans(&file);
-        (spans.len() >= 4).then_some(spans)
-    })
-    .await;
+    let spans = receiver.at_least(4).await;
     let find = |pred: &dyn Fn(&Value) -> bool| -> Vec<&Value> {
         spans.iter().filter(|s| pred(s)).collect()
     };

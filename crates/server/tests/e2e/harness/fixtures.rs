@@ -236,3 +236,67 @@ impl LiteLlm {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 }
+
+/// A real OTLP/HTTP receiver (tests/fixtures/otlp_receiver.py) on loopback, writing each span
+/// it is sent as a JSON line.
+pub struct OtlpReceiver {
+    pub port: u16,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+    _process: Killed,
+}
+
+impl OtlpReceiver {
+    /// Started, and answering (a GET is not an export: 501).
+    pub async fn start() -> OtlpReceiver {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("spans.jsonl");
+        let port = free_port();
+        let process = Killed(
+            Command::new(venv_python())
+                .args([
+                    fixture("otlp_receiver.py"),
+                    port.to_string(),
+                    file.to_string_lossy().into_owned(),
+                ])
+                .spawn()
+                .unwrap(),
+        );
+        eventually(Duration::from_secs(20), "the OTLP receiver", || async {
+            reqwest::get(format!("http://127.0.0.1:{port}/")).await.ok()
+        })
+        .await;
+        OtlpReceiver {
+            port,
+            file,
+            _dir: dir,
+            _process: process,
+        }
+    }
+
+    /// The `monitoring:` section that exports to this receiver.
+    pub fn monitoring(&self) -> String {
+        format!(
+            "monitoring: {{ otlp_endpoint: \"http://127.0.0.1:{}\", otlp_timeout_ms: 5000 }}\n",
+            self.port
+        )
+    }
+
+    /// The spans received so far.
+    pub fn spans(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Once at least `count` spans have arrived, all of them.
+    pub async fn at_least(&self, count: usize) -> Vec<serde_json::Value> {
+        eventually(Duration::from_secs(10), "the exported spans", || async {
+            let spans = self.spans();
+            (spans.len() >= count).then_some(spans)
+        })
+        .await
+    }
+}
