@@ -308,6 +308,10 @@ pub struct ProviderReport {
     /// now, each supervised on its own); absent without a pool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceReport>,
+    /// The endpoints of an `http` provider whose dependency has several `base_urls`; absent
+    /// with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointReport>,
     /// How failures of its upstream are contained (`resilience`): its circuit breaker, the
     /// retries and hedges sent, and its shared read-only results. Absent for an entry that
     /// does not serve.
@@ -406,6 +410,34 @@ pub struct InstanceReport {
     pub tools_differ: Option<String>,
 }
 
+/// One base URL of an HTTP API with several (`base_urls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EndpointReport {
+    /// Which base URL, in the order configured (1-based).
+    #[schema(minimum = 1)]
+    pub endpoint: u32,
+    /// Its `host:port` (never the path or query of the URL, which may hold a key).
+    pub address: String,
+    /// As its last health check found it (`unknown` before the first).
+    pub status: DependencyState,
+    /// Calls running on it now (the next call goes to the endpoint in rotation with the
+    /// fewest).
+    #[schema(minimum = 0)]
+    pub calls_in_flight: u64,
+    /// While it is out of rotation (`resilience.outlier`: its calls kept failing, or it was
+    /// far slower than the others): milliseconds until it gets calls again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub ejected_for_ms: Option<u64>,
+    /// Times it was left out of rotation.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub ejections: u64,
+    /// Why its last health check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 impl ProviderReport {
     /// The report of a provider entry of `kind`, serving or not, with nothing else known yet.
     pub fn new(kind: &str, serving: bool, reason: Option<String>) -> ProviderReport {
@@ -422,6 +454,7 @@ impl ProviderReport {
             metadata: BTreeMap::new(),
             index: None,
             instances: Vec::new(),
+            endpoints: Vec::new(),
             resilience: None,
         }
     }

@@ -22,9 +22,10 @@ pub use envelope::{CacheStatus, Envelope, Identity, IdentityKind, Meta, Validati
 pub use error_code::ErrorCode;
 pub use health::{
     CircuitState, ClashResolution, ClientHoldings, ClientsReport, ClusterReport, ConnectionState,
-    DependencyState, DependencyStatus, HealthResponse, HealthStatus, IndexState, InstanceReport,
-    NameConflict, ProviderHealth, ProviderReport, RedisState, ResilienceReport, SearchIndexReport,
-    SkippedFiles, ToolCaller, ToolFailure, ToolHealth, ToolStatus, ToolUsage, WatcherState,
+    DependencyState, DependencyStatus, EndpointReport, HealthResponse, HealthStatus, IndexState,
+    InstanceReport, NameConflict, ProviderHealth, ProviderReport, RedisState, ResilienceReport,
+    SearchIndexReport, SkippedFiles, ToolCaller, ToolFailure, ToolHealth, ToolStatus, ToolUsage,
+    WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -10,14 +10,14 @@ use utoipa::{PartialSchema, ToSchema};
 use super::request_id::constrain_request_id;
 use crate::{
     CacheStatus, CircuitState, ClashResolution, ClientHoldings, ClientsReport, ClusterReport,
-    ConnectionState, DependencyState, DependencyStatus, Envelope, ErrorCode, HealthResponse,
-    HealthStatus, Identity, IdentityKind, IndexState, InstanceReport, Meta, NameConflict,
-    PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse, ProviderReport,
-    RedisState, ResilienceReport, ResourceContents, ResourceInfo, ResourceReadResponse,
-    ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse, SearchIndexReport,
-    SkippedFiles, StatusFailure, StatusReport, StatusTimeline, StatusTool, StatusToolSeries,
-    TaskError, TaskInfo, TaskStatus, ToolCaller, ToolFailure, ToolHealth, ToolRequest, ToolSchema,
-    ToolStatus, ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
+    ConnectionState, DependencyState, DependencyStatus, EndpointReport, Envelope, ErrorCode,
+    HealthResponse, HealthStatus, Identity, IdentityKind, IndexState, InstanceReport, Meta,
+    NameConflict, PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptsResponse,
+    ProviderReport, RedisState, ResilienceReport, ResourceContents, ResourceInfo,
+    ResourceReadResponse, ResourceTemplateInfo, ResourceTemplatesResponse, ResourcesResponse,
+    SearchIndexReport, SkippedFiles, StatusFailure, StatusReport, StatusTimeline, StatusTool,
+    StatusToolSeries, TaskError, TaskInfo, TaskStatus, ToolCaller, ToolFailure, ToolHealth,
+    ToolRequest, ToolSchema, ToolStatus, ToolUsage, ToolsResponse, ValidationIssue, WatcherState,
 };
 
 /// `allOf: [Envelope, {properties: {success: {enum: [success]}, data: <data>}, required}]`
@@ -93,6 +93,7 @@ pub(super) fn components() -> utoipa::openapi::Components {
         (ToolUsage::name(), ToolUsage::schema()),
         (SearchIndexReport::name(), SearchIndexReport::schema()),
         (InstanceReport::name(), InstanceReport::schema()),
+        (EndpointReport::name(), EndpointReport::schema()),
         (ResilienceReport::name(), ResilienceReport::schema()),
         (CircuitState::name(), CircuitState::schema()),
         (IndexState::name(), IndexState::schema()),

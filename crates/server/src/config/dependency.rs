@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::types::{
-    as_optional_millis, optional_count, optional_millis, optional_text, text, text_map,
+    as_optional_millis, optional_count, optional_millis, optional_text, text, text_map, texts,
 };
 use super::upstream_auth::UpstreamAuth;
 
@@ -60,8 +60,10 @@ pub struct BoltConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(try_from = "HttpApiEntry", into = "HttpApiEntry")]
 pub struct HttpApiConfig {
-    /// The API's base URL, e.g. `http://127.0.0.1:11434/v1`.
-    pub base_url: String,
+    /// The API's base URL, e.g. `http://127.0.0.1:11434/v1`; or several (`base_urls`), each
+    /// serving the same API: calls go to the least loaded, and one far worse than the others
+    /// is left out of rotation for a while (`resilience.outlier` of the provider calling).
+    pub base_urls: Vec<String>,
     /// The environment variable holding an API key, sent as `Authorization: Bearer` (the
     /// static form; `auth` is the OAuth one).
     pub api_key_env: Option<String>,
@@ -79,8 +81,18 @@ pub struct HttpApiConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct HttpApiEntry {
-    #[serde(deserialize_with = "text")]
-    base_url: String,
+    #[serde(
+        default,
+        deserialize_with = "optional_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    base_url: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "texts",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    base_urls: Vec<String>,
     #[serde(
         default,
         deserialize_with = "optional_text",
@@ -122,6 +134,12 @@ pub enum HttpApiError {
         "`headers` sets {0}, which `auth` sends: remove it from `headers` (each request's Authorization is the token `auth` gets)"
     )]
     AuthorizationHeader(String),
+    #[error(
+        "an http dependency needs `base_url` (one URL) or `base_urls` (several serving the same API), not both"
+    )]
+    BaseUrls,
+    #[error("`base_urls` lists '{0}' twice")]
+    RepeatedBaseUrl(String),
 }
 
 impl TryFrom<HttpApiEntry> for HttpApiConfig {
@@ -136,8 +154,20 @@ impl TryFrom<HttpApiEntry> for HttpApiConfig {
                 return Err(HttpApiError::AuthorizationHeader(name.to_owned()));
             }
         }
+        let base_urls = match (e.base_url, e.base_urls) {
+            (Some(one), several) if several.is_empty() => vec![one],
+            (None, several) if !several.is_empty() => several,
+            _ => return Err(HttpApiError::BaseUrls),
+        };
+        if let Some(twice) = base_urls
+            .iter()
+            .enumerate()
+            .find(|(k, url)| base_urls[..*k].contains(url))
+        {
+            return Err(HttpApiError::RepeatedBaseUrl(twice.1.clone()));
+        }
         Ok(HttpApiConfig {
-            base_url: e.base_url,
+            base_urls,
             api_key_env: e.api_key_env,
             health_path: e.health_path,
             headers: e.headers,
@@ -149,8 +179,13 @@ impl TryFrom<HttpApiEntry> for HttpApiConfig {
 
 impl From<HttpApiConfig> for HttpApiEntry {
     fn from(c: HttpApiConfig) -> HttpApiEntry {
+        let (base_url, base_urls) = match <[String; 1]>::try_from(c.base_urls) {
+            Ok([one]) => (Some(one), Vec::new()),
+            Err(several) => (None, several),
+        };
         HttpApiEntry {
-            base_url: c.base_url,
+            base_url,
+            base_urls,
             api_key_env: c.api_key_env,
             health_path: c.health_path,
             headers: c.headers,
@@ -219,5 +254,44 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown field")
         );
+    }
+
+    #[test]
+    fn an_http_dependency_has_one_base_url_or_several_distinct_ones() {
+        let DependencyConfig::Http(one) = read("{ kind: http, base_url: 'http://a' }").unwrap()
+        else {
+            panic!("not http")
+        };
+        assert_eq!(one.base_urls, ["http://a"]);
+        let DependencyConfig::Http(two) =
+            read("{ kind: http, base_urls: ['http://a', 'http://b'] }").unwrap()
+        else {
+            panic!("not http")
+        };
+        assert_eq!(two.base_urls, ["http://a", "http://b"]);
+        // Written back as it was read.
+        let yaml = serde_saphyr::to_string(&DependencyConfig::Http(one)).unwrap();
+        assert!(
+            yaml.contains("base_url: http://a") && !yaml.contains("base_urls"),
+            "{yaml}"
+        );
+        let yaml = serde_saphyr::to_string(&DependencyConfig::Http(two)).unwrap();
+        assert!(
+            yaml.contains("base_urls") && !yaml.contains("base_url:"),
+            "{yaml}"
+        );
+        for wrong in [
+            "{ kind: http }",
+            "{ kind: http, base_urls: [] }",
+            "{ kind: http, base_url: 'http://a', base_urls: ['http://b'] }",
+        ] {
+            let e = read(wrong).unwrap_err();
+            assert!(
+                e.contains("`base_url` (one URL) or `base_urls`"),
+                "{wrong}: {e}"
+            );
+        }
+        let e = read("{ kind: http, base_urls: ['http://a', 'http://a'] }").unwrap_err();
+        assert!(e.contains("lists 'http://a' twice"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 pub mod bolt;
 pub mod credentials;
 pub mod http;
+pub mod outlier;
 
 use crate::sync::Unpoisoned;
 use std::collections::BTreeMap;

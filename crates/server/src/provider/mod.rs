@@ -186,6 +186,8 @@ pub struct ProviderReport {
     pub missing_tools: Option<String>,
     /// Each child of a pool (`mcp` providers with `instances` above 1).
     pub instances: Vec<contract::InstanceReport>,
+    /// Each endpoint of an `http` provider's API with several `base_urls`.
+    pub endpoints: Vec<contract::EndpointReport>,
     /// The state of its search index (`search` providers).
     pub index: Option<contract::SearchIndexReport>,
 }

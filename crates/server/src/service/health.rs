@@ -226,6 +226,7 @@ impl Service {
                 let own = provider.map(|p| p.report()).unwrap_or_default();
                 report.index = own.index;
                 report.instances = own.instances;
+                report.endpoints = own.endpoints;
                 if let Some(connection) = own.state {
                     report = report.with_connection(connection);
                 }

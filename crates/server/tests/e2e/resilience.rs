@@ -499,6 +499,181 @@ async fn a_stopped_child_loses_its_share_of_calls_once_ejected() {
     );
 }
 
+/// One provider of `lookup` (a GET: read-only) on an API served at every one of `base_urls`
+/// (its dependency's endpoints), with `resilience` (YAML flow) and the tool's timeout.
+fn endpoints_provider(base_urls: &[String], resilience: &str, timeout_ms: u64) -> String {
+    format!(
+        "monitoring: {{ metrics_enabled: true }}
+dependencies:
+  api: {{ kind: http, base_urls: [{}], health_path: /health }}
+providers:
+  - name: api
+    kind: http
+    dependency: api
+    limits: {{ timeout_ms: {timeout_ms} }}
+    resilience: {resilience}
+    tools:
+      - {{ name: lookup, description: looks a key up, input_schema: {{ type: object, properties: {{ key: {{ type: string }} }} }}, path: /lookup, query: {{ key: \"{{{{ key }}}}\" }} }}
+",
+        base_urls
+            .iter()
+            .map(|u| format!("\"{u}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Outlier ejection across the endpoints of one HTTP API (`base_urls`), each fault real:
+/// an endpoint that hangs, one whose port refuses connections, one that answers slowly. Kept
+/// in rotation, each takes about half the calls (and fails or slows them); ejected, its share
+/// falls to the few calls that found it out. /health shows each endpoint, its ejections and
+/// its time left out; /metrics counts them; the log says it once. Retries and hedges of a
+/// read-only call go to the other endpoint.
+#[tokio::test]
+async fn an_endpoint_that_hangs_refuses_or_slows_loses_its_share_of_calls_once_ejected() {
+    let good = FaultApi::start().await;
+    let bad = FaultApi::start().await;
+    let refused = free_port();
+    let url = |port: u16| format!("http://127.0.0.1:{port}");
+    // The breaker and retries off, so that what is seen is the rotation alone.
+    let kept =
+        "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { enabled: false } }";
+    let ejecting = "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { consecutive_failures: 2, ejection_ms: 60000 } }";
+    // The fault, the endpoints, what a call that met it answers, and the most calls it may
+    // still meet when ejection is on (the ones that found it out).
+    for (fault, bad_url, met) in [
+        ("hangs", url(bad.port), "TIMEOUT"),
+        ("refuses connections", url(refused), "EXECUTION_ERROR"),
+    ] {
+        bad.set(json!({"mode": "hang"})).await;
+        let mut failed = Vec::new();
+        for (name, resilience) in [("kept", kept), ("ejecting", ejecting)] {
+            let gw = Gateway::start(
+                name,
+                &endpoints_provider(&[bad_url.clone(), url(good.port)], resilience, 300),
+            )
+            .await;
+            let mut count = 0;
+            for k in 0..20 {
+                let answer = call(&gw, "lookup", json!({"key": format!("{name}{k}")})).await;
+                if answer.status == 200 {
+                    assert_eq!(answer.body["data"]["key"], format!("{name}{k}"));
+                } else {
+                    assert_eq!(answer.code(), met, "{fault}: {:?}", answer.body);
+                    count += 1;
+                }
+            }
+            if name == "ejecting" {
+                let report = get(&gw, "/health").await.report().clone();
+                let endpoints = report["providers"]["api"]["endpoints"].clone();
+                assert_eq!(
+                    endpoints[0]["address"],
+                    bad_url.trim_start_matches("http://")
+                );
+                assert!(endpoints[0]["ejections"].as_u64() >= Some(1), "{endpoints}");
+                assert!(
+                    endpoints[0]["ejected_for_ms"].as_u64().is_some(),
+                    "{endpoints}"
+                );
+                assert_eq!(endpoints[1]["ejections"], 0, "{endpoints}");
+                let metrics = reqwest::get(gw.url("/metrics"))
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap();
+                assert!(
+                    metrics.contains(
+                        "mcp_http_gateway_pool_ejections_total{provider=\"api\",service=\"ejecting\"} 1"
+                    ),
+                    "{metrics}"
+                );
+                assert_eq!(
+                    gw.logs().matches("endpoint left out of rotation").count(),
+                    1
+                );
+            }
+            failed.push(count);
+        }
+        eprintln!(
+            "failed calls of 20 with one endpoint that {fault}: kept in rotation {}, ejected {}",
+            failed[0], failed[1]
+        );
+        assert!(
+            failed[0] >= 8,
+            "{fault}: without ejection only {} failed",
+            failed[0]
+        );
+        assert!(
+            failed[1] <= 3,
+            "{fault}: with ejection {} still failed",
+            failed[1]
+        );
+    }
+    // With the defaults, a read-only call that found a refusing endpoint is retried, and the
+    // retry goes to the other: no caller sees the fault.
+    let gw = Gateway::start(
+        "defaults",
+        &endpoints_provider(&[url(refused), url(good.port)], "{}", 300),
+    )
+    .await;
+    for k in 0..10 {
+        let answer = call(&gw, "lookup", json!({"key": format!("d{k}")})).await;
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+    }
+    // Hedged, with no ejection: a call on the hanging endpoint is sent again after 50 ms, to
+    // the other (the least loaded), and answered from there.
+    bad.set(json!({"mode": "hang"})).await;
+    let gw = Gateway::start(
+        "hedged",
+        &endpoints_provider(
+            &[url(bad.port), url(good.port)],
+            "{ retry: { enabled: false }, outlier: { enabled: false }, hedge: { enabled: true, after_ms: 50 } }",
+            2000,
+        ),
+    )
+    .await;
+    for k in 0..10 {
+        let answer = call(&gw, "lookup", json!({"key": format!("h{k}")})).await;
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+    }
+    let hedges = get(&gw, "/health").await.report()["providers"]["api"]["resilience"]["hedges"]
+        .as_u64()
+        .unwrap();
+    assert!(hedges >= 3, "{hedges} hedges");
+
+    // Slow (200 ms against a few): ejected on its mean latency once it has 10 samples.
+    bad.set(json!({"mode": "slow", "delay_ms": 200})).await;
+    let mut shares = Vec::new();
+    for (name, resilience) in [("slow-kept", kept), ("slow-ejecting", ejecting)] {
+        let gw = Gateway::start(
+            name,
+            &endpoints_provider(&[url(bad.port), url(good.port)], resilience, 5000),
+        )
+        .await;
+        let before = bad.calls().await;
+        for k in 0..60 {
+            let answer = call(&gw, "lookup", json!({"key": format!("{name}{k}")})).await;
+            assert_eq!(answer.status, 200, "{:?}", answer.body);
+        }
+        shares.push(bad.calls().await - before);
+    }
+    eprintln!(
+        "calls of 60 the slow endpoint took: kept in rotation {}, ejected {}",
+        shares[0], shares[1]
+    );
+    assert!(
+        shares[0] >= 25,
+        "without ejection the slow endpoint took {}",
+        shares[0]
+    );
+    assert!(
+        shares[1] <= 15,
+        "with ejection the slow endpoint took {}",
+        shares[1]
+    );
+}
+
 /// Coalescing: 100 identical read-only calls at once reach the upstream once, each caller
 /// getting the answer (`meta.cache`: one miss, the rest coalesced); the same for a write
 /// reaches it every time. A cache rule then answers the next identical call itself.

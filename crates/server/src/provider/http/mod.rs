@@ -9,6 +9,7 @@ mod usage;
 use crate::sync::Unpoisoned;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use contract::{DependencyStatus, ToolSchema};
 use futures::FutureExt;
@@ -20,7 +21,8 @@ use self::usage::UsageCounter;
 use super::{CallContext, JsonObject, Provider, ProviderError, ToolError, ToolOutput};
 use crate::config::{HttpProviderConfig, HttpTool as DeclaredTool};
 use crate::dependency::credentials::{self, AccessToken, CredentialError};
-use crate::dependency::http::{HttpDependency, without_url};
+use crate::dependency::http::{EndpointCall, HttpDependency, without_url};
+use crate::dependency::outlier::Ended;
 use crate::telemetry::SpanKind;
 use crate::telemetry::traceparent::{TRACEPARENT, TRACESTATE};
 use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
@@ -206,15 +208,36 @@ impl HttpProvider {
             .map_err(|e| ToolError::Execution(format!("tool '{name}': {}", without_url(&e))))
     }
 
+    /// Runs the call on the endpoint of the API it picks, and tells the endpoint's rotation
+    /// how the call went.
     async fn run(
         &self,
         tool: &HttpTool,
         args: &JsonObject,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
+        let endpoint = self.api.pick();
+        let mut ended = Ended::Neutral;
+        let result = self.run_at(&endpoint, tool, args, cx, &mut ended).await;
+        self.api
+            .ended(&endpoint, ended, &self.config.common.resilience.outlier);
+        result
+    }
+
+    /// The call on `endpoint`; `ended` is what it says of the endpoint: a failure when it
+    /// could not be reached, timed out or answered 5xx, a success with the time to its answer
+    /// otherwise; neutral when it never got that far (credentials, templates).
+    async fn run_at(
+        &self,
+        endpoint: &EndpointCall<'_>,
+        tool: &HttpTool,
+        args: &JsonObject,
+        cx: &CallContext,
+        ended: &mut Ended,
+    ) -> Result<Value, ToolError> {
         let name = &tool.schema.name;
         let m = &tool.mapping;
-        let url = self.api.url(&fill_path(&m.path, args));
+        let url = endpoint.url(&fill_path(&m.path, args));
         // The upstream call is a client span of ours; the API sees it as its parent
         // (`traceparent`) and the caller's `tracestate` unchanged.
         let mut span = cx.trace.child(m.method.to_string(), SpanKind::Client);
@@ -232,6 +255,7 @@ impl HttpProvider {
         }
         let trace = span.context();
         let request = self.request(tool, args, cx, url, trace)?;
+        let started = Instant::now();
         let response = self.send(request, cx).await.map_err(|e| {
             let e = match e {
                 Sent::Http(e) => e,
@@ -240,6 +264,7 @@ impl HttpProvider {
                     return credential_error(e, self.config.common.setup_hint.as_deref());
                 }
             };
+            *ended = Ended::Failure(started.elapsed());
             span.fail(
                 if e.is_timeout() {
                     "timeout"
@@ -258,6 +283,11 @@ impl HttpProvider {
             }
         })?;
         let status = response.status();
+        *ended = if status.is_server_error() {
+            Ended::Failure(started.elapsed())
+        } else {
+            Ended::Success(started.elapsed())
+        };
         let challenge = response
             .headers()
             .get(WWW_AUTHENTICATE)
@@ -272,6 +302,7 @@ impl HttpProvider {
             );
         }
         let text = response.text().await.map_err(|e| {
+            *ended = Ended::Failure(started.elapsed());
             if e.is_timeout() {
                 ToolError::Timeout {
                     tool: name.clone(),
@@ -537,6 +568,13 @@ impl Provider for HttpProvider {
         .boxed()
     }
 
+    fn report(&self) -> super::ProviderReport {
+        super::ProviderReport {
+            endpoints: self.api.endpoints_report(),
+            ..Default::default()
+        }
+    }
+
     fn health(&self) -> BoxFuture<'_, Vec<(String, DependencyStatus)>> {
         async move {
             let status = self.api.check().await;
@@ -601,7 +639,10 @@ mod tests {
             .as_object()
             .unwrap()
             .clone();
-        let url = provider.api.url(&fill_path(&tool.mapping.path, &args));
+        let url = provider
+            .api
+            .pick()
+            .url(&fill_path(&tool.mapping.path, &args));
         let request = provider.request(&tool, &args, &cx, url, &cx.trace).unwrap();
         let sent = authorized(request, &AccessToken::new("upstream-token"));
         assert!(!sent.url().as_str().contains(caller), "{}", sent.url());

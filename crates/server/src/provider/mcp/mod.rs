@@ -13,7 +13,6 @@
 mod call;
 mod catalog;
 mod client;
-mod outlier;
 mod pool;
 mod rounds;
 mod sessions;
@@ -36,7 +35,6 @@ use rmcp::{Peer, RoleClient};
 use tokio::sync::{Notify, watch};
 
 use self::client::{CallerRoutes, ProgressRoutes};
-use self::outlier::{Ended, OutlierRecord};
 use self::pool::{InFlight, Instance, Pool};
 use self::sessions::SessionLinks;
 use self::upstream::Endpoint;
@@ -46,6 +44,7 @@ use super::{
     ProviderReport, ToolError, ToolOutput,
 };
 use crate::config::{McpProviderConfig, McpTransport, ServiceConfig};
+use crate::dependency::outlier::{Ended, OutlierRecord};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
 

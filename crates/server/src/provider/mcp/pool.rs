@@ -15,15 +15,15 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use contract::{DependencyState, InstanceReport, ToolSchema};
 use tokio::task::JoinHandle;
 
 use super::Inner;
-use super::outlier::Ended;
 use crate::config::{Growth, OutlierConfig};
+use crate::dependency::outlier::{self, Ended, least_loaded, now_ms};
 use crate::provider::clients::{Caller, ClientSession};
 use crate::shutdown::Shutdown;
 use crate::sync::Unpoisoned;
@@ -222,23 +222,15 @@ impl Pool {
         if !self.outlier.enabled || (self.base.len() == 1 && self.growth.is_none()) {
             return;
         }
-        let now = now_ms();
         let children = self.children();
-        let others: Vec<&Arc<Inner>> = children
+        let others = children
             .iter()
-            .filter(|c| !Arc::ptr_eq(c, child))
-            .filter(|c| c.current_peer().is_some() && !c.outlier.ejected(now))
-            .collect();
-        let mut means: Vec<u64> = others.iter().filter_map(|c| c.outlier.mean()).collect();
-        means.sort_unstable();
-        let median = (!means.is_empty()).then(|| means[means.len() / 2]);
-        let Some(why) = child.outlier.record(ended, &self.outlier, median) else {
+            .filter(|c| !Arc::ptr_eq(c, child) && c.current_peer().is_some())
+            .map(|c| &c.outlier);
+        let Some((interval, why)) = outlier::judge(&child.outlier, others, ended, &self.outlier)
+        else {
             return;
         };
-        if others.is_empty() || child.outlier.ejected(now) {
-            return;
-        }
-        let interval = child.outlier.eject(now, &self.outlier);
         tracing::warn!(
             service = %child.service, provider = %child.name, instance = child.instance.index,
             ejected_ms = interval.as_millis() as u64,
@@ -420,17 +412,6 @@ fn should_grow(loads: &[Option<usize>], growth: Growth) -> bool {
         && live.all(|&load| load >= growth.scale_up_at as usize)
 }
 
-/// Of children with their calls in flight (`None`: not live), the one with the fewest,
-/// looking from `start` on so that ties go round in turn.
-fn least_loaded(loads: &[Option<usize>], start: usize) -> Option<usize> {
-    let n = loads.len();
-    (0..n)
-        .map(|k| (start + k) % n)
-        .filter_map(|i| Some((i, loads[i]?)))
-        .min_by_key(|&(_, load)| load)
-        .map(|(i, _)| i)
-}
-
 /// How a live child's tool list differs from the one served, by name; `None` when it agrees
 /// or is not live.
 fn disagreement(served: &[ToolSchema], child: &Inner) -> Option<String> {
@@ -477,12 +458,6 @@ impl Drop for InFlight {
     }
 }
 
-/// Milliseconds since the first time this process asked, for a child's last call.
-fn now_ms() -> u64 {
-    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
-    EPOCH.elapsed().as_millis() as u64
-}
-
 impl Inner {
     fn mark_idle_now(&self) {
         self.last_call_ended_ms.store(now_ms(), Ordering::Release);
@@ -527,19 +502,6 @@ pub(in crate::provider) struct Instance {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_least_loaded_live_child_takes_the_call_and_ties_go_round() {
-        assert_eq!(least_loaded(&[Some(3), Some(1), Some(2)], 0), Some(1));
-        // Not live: never chosen, however idle.
-        assert_eq!(least_loaded(&[Some(3), None, Some(2)], 0), Some(2));
-        assert_eq!(least_loaded(&[None, None], 5), None);
-        // Idle children take turns as `start` moves on.
-        let picks: Vec<usize> = (0..4)
-            .map(|start| least_loaded(&[Some(0), Some(0)], start).unwrap())
-            .collect();
-        assert_eq!(picks, [0, 1, 0, 1]);
-    }
 
     #[test]
     fn the_pool_grows_when_every_live_child_has_scale_up_at_calls_and_there_is_room() {

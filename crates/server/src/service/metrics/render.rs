@@ -188,7 +188,7 @@ impl ServiceMetrics {
             ),
             counter(
                 "pool_ejections_total",
-                "Times a child of the provider's pool was left out of rotation as an outlier.",
+                "Times a child of the provider's pool, or an endpoint of its HTTP API, was left out of rotation as an outlier.",
                 |p| p.ejections,
             ),
         ]

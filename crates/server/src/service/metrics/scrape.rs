@@ -79,7 +79,8 @@ impl crate::service::Service {
                 Some(ResilienceScrape {
                     provider: provider.clone(),
                     report: self.resilience.get(provider)?.report(),
-                    ejections: report.instances.iter().map(|i| i.ejections).sum(),
+                    ejections: report.instances.iter().map(|i| i.ejections).sum::<u64>()
+                        + report.endpoints.iter().map(|e| e.ejections).sum::<u64>(),
                 })
             })
             .collect();

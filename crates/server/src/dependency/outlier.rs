@@ -1,11 +1,13 @@
-//! Outlier ejection among the children of a pool (`resilience.outlier`): a child whose last
-//! calls all failed for its own sake (timed out, its connection lost), or whose mean latency
-//! is far above its siblings', is left out of rotation for a while that doubles each time it
-//! is ejected again without a success between, then given calls again (its first calls back
-//! are the probe). The pool never ejects its last child in rotation.
+//! Outlier ejection among the members of a rotation (`resilience.outlier`): the children of
+//! an MCP pool, the endpoints of an HTTP API. A member whose last calls all failed for its own
+//! sake (timed out, its connection lost, a 5xx), or whose mean latency is far above its
+//! siblings', is left out of rotation for a while that doubles each time it is ejected again
+//! without a success between, then given calls again (its first calls back are the probe). A
+//! rotation never ejects its last member in rotation.
 
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::OutlierConfig;
 
@@ -14,9 +16,47 @@ const MIN_SAMPLES: u64 = 10;
 /// A mean under this is never an outlier, however it compares (1 ms against 5 ms is noise).
 const LATENCY_FLOOR_US: u64 = 20_000;
 
-/// One child's record, updated by its calls without a lock.
+/// Milliseconds since the first time this process asked: the clock of every rotation.
+pub(crate) fn now_ms() -> u64 {
+    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+    EPOCH.elapsed().as_millis() as u64
+}
+
+/// Of members with their calls in flight (`None`: not live), the one with the fewest, looking
+/// from `start` on so that ties go round in turn.
+pub(crate) fn least_loaded(loads: &[Option<usize>], start: usize) -> Option<usize> {
+    let n = loads.len();
+    (0..n)
+        .map(|k| (start + k) % n)
+        .filter_map(|i| Some((i, loads[i]?)))
+        .min_by_key(|&(_, load)| load)
+        .map(|(i, _)| i)
+}
+
+/// A call on the member of `record` ended: recorded, and the member ejected when it is an
+/// outlier against `others` (its siblings in rotation now) and one of them stays in rotation.
+/// Returns for how long and why, when it was ejected.
+pub(crate) fn judge<'a>(
+    record: &OutlierRecord,
+    others: impl IntoIterator<Item = &'a OutlierRecord>,
+    ended: Ended,
+    config: &OutlierConfig,
+) -> Option<(Duration, &'static str)> {
+    let now = now_ms();
+    let others: Vec<&OutlierRecord> = others.into_iter().filter(|o| !o.ejected(now)).collect();
+    let mut means: Vec<u64> = others.iter().filter_map(|o| o.mean()).collect();
+    means.sort_unstable();
+    let median = (!means.is_empty()).then(|| means[means.len() / 2]);
+    let why = record.record(ended, config, median)?;
+    if others.is_empty() || record.ejected(now) {
+        return None;
+    }
+    Some((record.eject(now, config), why))
+}
+
+/// One member's record, updated by its calls without a lock.
 #[derive(Debug, Default)]
-pub(super) struct OutlierRecord {
+pub(crate) struct OutlierRecord {
     consecutive_failures: AtomicU64,
     /// Exponentially weighted mean latency (1/8 per sample), microseconds.
     mean_us: AtomicU64,
@@ -30,9 +70,9 @@ pub(super) struct OutlierRecord {
 
 /// What one call's end says of the child that ran it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ended {
+pub enum Ended {
     Success(Duration),
-    /// Timed out or lost its connection: the child's fault.
+    /// Timed out, lost its connection, or (HTTP) answered 5xx: the member's fault.
     Failure(Duration),
     /// Says nothing of the child (the caller's arguments, a tool's own error).
     Neutral,
@@ -40,12 +80,12 @@ pub(super) enum Ended {
 
 impl OutlierRecord {
     /// Whether it is out of rotation at `now_ms`.
-    pub(super) fn ejected(&self, now_ms: u64) -> bool {
+    pub(crate) fn ejected(&self, now_ms: u64) -> bool {
         self.ejected_until_ms.load(Ordering::Acquire) > now_ms
     }
 
     /// For /health: how much longer it is out, and how often it was.
-    pub(super) fn state(&self, now_ms: u64) -> (Option<u64>, u64) {
+    pub(crate) fn state(&self, now_ms: u64) -> (Option<u64>, u64) {
         let until = self.ejected_until_ms.load(Ordering::Acquire);
         (
             (until > now_ms).then(|| until - now_ms),
@@ -54,7 +94,7 @@ impl OutlierRecord {
     }
 
     /// The mean latency once there are enough samples to judge by.
-    pub(super) fn mean(&self) -> Option<u64> {
+    pub(crate) fn mean(&self) -> Option<u64> {
         (self.samples.load(Ordering::Relaxed) >= MIN_SAMPLES)
             .then(|| self.mean_us.load(Ordering::Relaxed))
     }
@@ -62,7 +102,7 @@ impl OutlierRecord {
     /// Records a call's end. Returns whether the child should now be ejected, judged against
     /// `siblings_mean`: the median mean latency of the other children in rotation (`None`
     /// when they have too few samples).
-    pub(super) fn record(
+    pub(crate) fn record(
         &self,
         ended: Ended,
         config: &OutlierConfig,
@@ -104,7 +144,7 @@ impl OutlierRecord {
     }
 
     /// Takes the child out of rotation from `now_ms`; returns for how long.
-    pub(super) fn eject(&self, now_ms: u64, config: &OutlierConfig) -> Duration {
+    pub(crate) fn eject(&self, now_ms: u64, config: &OutlierConfig) -> Duration {
         let streak = self.streak.fetch_add(1, Ordering::Relaxed);
         let interval = config
             .ejection
@@ -207,5 +247,43 @@ mod tests {
                     .is_none()
             );
         }
+    }
+
+    #[test]
+    fn judged_among_siblings_a_member_is_ejected_but_never_the_last_in_rotation() {
+        let c = config();
+        let fail = Ended::Failure(Duration::from_millis(5));
+        let (a, b) = (OutlierRecord::default(), OutlierRecord::default());
+        assert!(judge(&a, [&b], fail, &c).is_none());
+        assert!(judge(&a, [&b], fail, &c).is_none());
+        let (interval, why) = judge(&a, [&b], fail, &c).unwrap();
+        assert_eq!(
+            (interval, why),
+            (Duration::from_millis(100), "its last calls all failed")
+        );
+        assert!(a.ejected(now_ms()));
+        // b fails as often, but a is out: b is the last in rotation and stays.
+        for _ in 0..5 {
+            assert!(judge(&b, [&a], fail, &c).is_none());
+        }
+        assert!(!b.ejected(now_ms()));
+        // Alone, a member is never ejected.
+        let alone = OutlierRecord::default();
+        for _ in 0..5 {
+            assert!(judge(&alone, [], fail, &c).is_none());
+        }
+    }
+
+    #[test]
+    fn the_least_loaded_live_member_takes_the_call_and_ties_go_round() {
+        assert_eq!(least_loaded(&[Some(3), Some(1), Some(2)], 0), Some(1));
+        // Not live: never chosen, however idle.
+        assert_eq!(least_loaded(&[Some(3), None, Some(2)], 0), Some(2));
+        assert_eq!(least_loaded(&[None, None], 5), None);
+        // Idle children take turns as `start` moves on.
+        let picks: Vec<usize> = (0..4)
+            .map(|start| least_loaded(&[Some(0), Some(0)], start).unwrap())
+            .collect();
+        assert_eq!(picks, [0, 1, 0, 1]);
     }
 }
