@@ -2,13 +2,16 @@
 //! (`GET /tools?q=`, the MCP `find_tools` meta-tool). BM25F over five fields of each tool —
 //! its name (split at `_`, `-`, `.` and camelCase), title, description, its parameters' names
 //! and descriptions, and its provider — each weighted, words lowercased and stemmed (English),
-//! common words left out, a few synonyms of API vocabulary added to the query. Built once per
-//! tool list (with the tool set), read by every search.
+//! common words left out. The query is widened: a few synonyms of API vocabulary, adjacent
+//! words joined, what a question word asks for, and the words that best describe the first
+//! tools found (pseudo-relevance feedback). Built once per tool list (with the tool set), read
+//! by every search.
 //!
 //! Quality is measured, not assumed: the retrieval benchmark of tests/fixtures/discovery (469
-//! real tools, 252 queries) runs as a unit test here. It measures recall@5 0.845 (issue 36
-//! asks 0.9, which this lexical ranking does not reach: docs/performance.md); the test fails
-//! below 0.84, so a regression of the ranking breaks it.
+//! real tools; 252 queries the settings were tuned with, 60 written afterwards by a separate
+//! session that saw neither) runs as a unit test here. recall@5 is 0.877 and 0.717 (issue 36 asks 0.9,
+//! which this lexical ranking does not reach: docs/performance.md); the test fails just under
+//! both, so a regression of the ranking breaks it.
 
 use std::collections::HashMap;
 
@@ -33,6 +36,12 @@ pub struct Tuning {
     pub b: [f32; FIELDS],
     pub k1: f32,
     pub synonym_weight: f32,
+    /// Pseudo-relevance feedback: the words that best describe the first `feedback_docs`
+    /// tools found (at most `feedback_terms`) are added to the query, the strongest with
+    /// `feedback_weight`; 0 documents is none.
+    pub feedback_docs: usize,
+    pub feedback_terms: usize,
+    pub feedback_weight: f32,
 }
 
 pub const TUNING: Tuning = Tuning {
@@ -40,6 +49,9 @@ pub const TUNING: Tuning = Tuning {
     b: [0.5, 0.5, 0.75, 0.75, 0.0],
     k1: 1.2,
     synonym_weight: 0.6,
+    feedback_docs: 3,
+    feedback_terms: 3,
+    feedback_weight: 0.35,
 };
 
 /// Words of the tool domain that agents and tools spell differently: each group's words stand
@@ -79,6 +91,13 @@ const SYNONYMS: &[&[&str]] = &[
     &["login", "sign in", "authenticate", "auth", "credential"],
     &["image", "picture", "photo", "screenshot", "png"],
     &["type", "enter", "fill", "input"],
+];
+
+/// Question words and the (stemmed) words of what they ask for.
+const QUESTIONS: &[(&str, &[&str])] = &[
+    ("which", &["list"]),
+    ("what", &["get"]),
+    ("who", &["user", "member"]),
 ];
 
 /// Words that say nothing of what a tool does, in queries and tools alike.
@@ -167,8 +186,31 @@ impl ToolIndex {
         limit: usize,
         allowed: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
-        let words = query_words(query, tuning.synonym_weight);
+        let mut words = query_words(query, tuning.synonym_weight);
+        if tuning.feedback_docs > 0 {
+            let first = self.rank(tuning, &words, tuning.feedback_docs, &allowed);
+            words.extend(self.feedback(tuning, &words, &first));
+        }
+        self.rank(tuning, &words, limit, &allowed)
+    }
+
+    fn idf(&self, word: &str) -> f32 {
         let n = self.tools.len() as f32;
+        let df = self.documents_with.get(word).copied().unwrap_or(0) as f32;
+        if df == 0.0 {
+            return 0.0;
+        }
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    fn rank(
+        &self,
+        tuning: &Tuning,
+        words: &[(String, f32)],
+        limit: usize,
+        allowed: &impl Fn(usize) -> bool,
+    ) -> Vec<Hit> {
+        let idfs: Vec<f32> = words.iter().map(|(w, _)| self.idf(w)).collect();
         let mut hits: Vec<Hit> = self
             .tools
             .iter()
@@ -177,12 +219,9 @@ impl ToolIndex {
             .filter_map(|(index, tool)| {
                 let score: f32 = words
                     .iter()
-                    .map(|(word, weight)| {
-                        let df = self.documents_with.get(word).copied().unwrap_or(0) as f32;
-                        if df == 0.0 {
-                            return 0.0;
-                        }
-                        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                    .zip(&idfs)
+                    .filter(|(_, idf)| **idf > 0.0)
+                    .map(|((word, weight), idf)| {
                         let tf: f32 = (0..FIELDS)
                             .map(|f| {
                                 let count = tool.terms[f].get(word).copied().unwrap_or(0) as f32;
@@ -201,6 +240,40 @@ impl ToolIndex {
         hits.truncate(limit);
         hits
     }
+
+    /// The words that best describe the tools of `first` (their name, title and description,
+    /// by weight and rarity), not in `words` already, with weights up to `feedback_weight`.
+    fn feedback(
+        &self,
+        tuning: &Tuning,
+        words: &[(String, f32)],
+        first: &[Hit],
+    ) -> Vec<(String, f32)> {
+        let mut strength: HashMap<&str, f32> = HashMap::new();
+        for hit in first {
+            let tool = &self.tools[hit.index];
+            for f in 0..3 {
+                for (word, count) in &tool.terms[f] {
+                    if words.iter().any(|(w, _)| w == word) {
+                        continue;
+                    }
+                    *strength.entry(word).or_default() += tuning.weights[f] * *count as f32
+                        / tool.lengths[f].max(1.0)
+                        * self.idf(word);
+                }
+            }
+        }
+        let mut strongest: Vec<(&str, f32)> = strength.into_iter().collect();
+        strongest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        strongest.truncate(tuning.feedback_terms);
+        let top = strongest
+            .first()
+            .map_or(1.0, |s| s.1.max(f32::MIN_POSITIVE));
+        strongest
+            .into_iter()
+            .map(|(w, s)| (w.to_owned(), tuning.feedback_weight * s / top))
+            .collect()
+    }
 }
 
 /// A query's words with their weights: each word itself (1), and the words of its synonym
@@ -209,6 +282,26 @@ fn query_words(query: &str, synonym_weight: f32) -> Vec<(String, f32)> {
     let mut analyzer = analyzer();
     let own: Vec<String> = counted(&mut analyzer, query).into_keys().collect();
     let mut words: HashMap<String, f32> = own.iter().map(|w| (w.clone(), 1.0)).collect();
+    // Two words a tool may write as one ("data source" → `datasources`, "sign in" → `signin`):
+    // each adjacent pair joined is a word of the query too, found only where a tool has it.
+    let plain: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for pair in plain.windows(2) {
+        for joined in counted(&mut analyzer, &format!("{}{}", pair[0], pair[1])).into_keys() {
+            words.entry(joined).or_insert(1.0);
+        }
+    }
+    // A question word says what is asked for (the word itself is a stop word): "which X …?"
+    // the X there are (a list), "what is …?" a thing to get, "who …?" people.
+    for (question, asked) in QUESTIONS {
+        if plain.iter().any(|w| w.eq_ignore_ascii_case(question)) {
+            for word in *asked {
+                words.entry((*word).to_owned()).or_insert(synonym_weight);
+            }
+        }
+    }
     for group in synonym_groups() {
         if group.iter().any(|g| own.contains(g)) {
             for word in group {
@@ -494,10 +587,10 @@ mod tests {
     /// The retrieval benchmark (tests/fixtures/discovery): 469 tools of 40 real MCP servers and
     /// APIs, 252 needs phrased as an agent would, never with the tool's name. recall@k: the
     /// share of queries with a relevant tool among the first k. Printed for
-    /// docs/performance.md, with the halves the tuning was chosen on and checked on
-    /// (`DISCOVERY_GRID=1` prints the best settings of a grid). The ranking is deterministic,
-    /// so the gate sits just under the measured 0.845: leaving out the provider field (0.821)
-    /// or the synonyms (0.770) fails it.
+    /// docs/performance.md, with the halves the tuning was chosen on and checked on, and the
+    /// fresh queries (`DISCOVERY_GRID=1` prints the best settings of a grid,
+    /// `DISCOVERY_MISSES=1` the queries missed). The ranking is deterministic, so the gates sit
+    /// just under the measured 0.877 and 0.717: leaving out the feedback (fresh 0.683) fails.
     #[test]
     fn the_retrieval_benchmark_keeps_its_recall_at_5() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/discovery");
@@ -505,7 +598,6 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
         };
         let catalog = read("catalog.json");
-        let queries = read("queries.json");
         let mut ids = Vec::new();
         let tools: Vec<ToolSchema> = catalog["tools"]
             .as_array()
@@ -522,63 +614,69 @@ mod tests {
             })
             .collect();
         let index = ToolIndex::new(&tools);
-        let queries: Vec<(String, Vec<String>)> = queries["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| {
-                let relevant = q["relevant"].as_array().unwrap().iter();
-                (
-                    q["query"].as_str().unwrap().to_owned(),
-                    relevant.map(|r| r.as_str().unwrap().to_owned()).collect(),
-                )
-            })
-            .collect();
-        // recall@1, recall@5 over the queries `part` picks (by position), and the misses.
-        let measure = |tuning: &Tuning, part: &dyn Fn(usize) -> bool| {
-            let (mut at1, mut at5, mut total, mut missed) = (0, 0, 0, Vec::new());
-            for (k, (query, relevant)) in queries.iter().enumerate().filter(|(k, _)| part(*k)) {
-                let _ = k;
-                let found: Vec<&str> = index
-                    .search_with(tuning, query, 5, |_| true)
-                    .iter()
-                    .map(|h| ids[h.index].as_str())
-                    .collect();
-                total += 1;
-                at1 += usize::from(
-                    found
-                        .first()
-                        .is_some_and(|f| relevant.iter().any(|r| r == f)),
-                );
-                if found.iter().any(|f| relevant.iter().any(|r| r == f)) {
-                    at5 += 1;
-                } else {
-                    missed.push(format!("{query} → {found:?} (wanted {relevant:?})"));
-                }
-            }
-            (
-                at1 as f64 / total as f64,
-                at5 as f64 / total as f64,
-                total,
-                missed,
-            )
+        let load = |file: &str| -> Vec<(String, Vec<String>)> {
+            read(file)["queries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| {
+                    let relevant = q["relevant"].as_array().unwrap().iter();
+                    (
+                        q["query"].as_str().unwrap().to_owned(),
+                        relevant.map(|r| r.as_str().unwrap().to_owned()).collect(),
+                    )
+                })
+                .collect()
         };
+        let queries = load("queries.json");
+        // Written afterwards by a separate session that saw neither the ranking nor these
+        // queries: how the ranking does on needs it was not tuned on.
+        let fresh = load("queries_fresh.json");
+        // recall@1, recall@5 over the queries `part` picks (by position), and the misses.
+        let measure_on =
+            |queries: &[(String, Vec<String>)], tuning: &Tuning, part: &dyn Fn(usize) -> bool| {
+                let (mut at1, mut at5, mut total, mut missed) = (0, 0, 0, Vec::new());
+                for (k, (query, relevant)) in queries.iter().enumerate().filter(|(k, _)| part(*k)) {
+                    let _ = k;
+                    let found: Vec<&str> = index
+                        .search_with(tuning, query, 5, |_| true)
+                        .iter()
+                        .map(|h| ids[h.index].as_str())
+                        .collect();
+                    total += 1;
+                    at1 += usize::from(
+                        found
+                            .first()
+                            .is_some_and(|f| relevant.iter().any(|r| r == f)),
+                    );
+                    if found.iter().any(|f| relevant.iter().any(|r| r == f)) {
+                        at5 += 1;
+                    } else {
+                        missed.push(format!("{query} → {found:?} (wanted {relevant:?})"));
+                    }
+                }
+                (
+                    at1 as f64 / total as f64,
+                    at5 as f64 / total as f64,
+                    total,
+                    missed,
+                )
+            };
+        let measure =
+            |tuning: &Tuning, part: &dyn Fn(usize) -> bool| measure_on(&queries, tuning, part);
         if std::env::var_os("DISCOVERY_GRID").is_some() {
             let mut grid = Vec::new();
-            for name in [2.0f32, 3.0] {
-                for desc in [1.0f32, 1.5, 2.5] {
-                    for params in [0.3f32, 0.6] {
-                        for provider in [1.5f32, 3.0] {
-                            for k1 in [1.2f32, 2.0] {
-                                for synonym_weight in [0.3f32, 0.6] {
-                                    grid.push(Tuning {
-                                        weights: [name, 2.0, desc, params, provider],
-                                        b: [0.5, 0.5, 0.75, 0.75, 0.0],
-                                        k1,
-                                        synonym_weight,
-                                    });
-                                }
-                            }
+            for feedback_docs in [0usize, 1, 2, 3, 5] {
+                for feedback_terms in [3usize, 5, 10, 20] {
+                    for feedback_weight in [0.1f32, 0.2, 0.35, 0.5] {
+                        for synonym_weight in [0.3f32, 0.6] {
+                            grid.push(Tuning {
+                                feedback_docs,
+                                feedback_terms,
+                                feedback_weight,
+                                synonym_weight,
+                                ..TUNING
+                            });
                         }
                     }
                 }
@@ -600,11 +698,24 @@ mod tests {
             "retrieval benchmark: {} tools, {total} queries: recall@1 {r1:.3}, recall@5 {r5:.3} (tuning half: {dev1:.3} / {dev5:.3}; held-out half: {held1:.3} / {held5:.3})",
             tools.len()
         );
-        assert!(tools.len() >= 300 && total >= 100);
+        let (fresh1, fresh5, fresh_total, fresh_missed) = measure_on(&fresh, &TUNING, &|_| true);
+        eprintln!(
+            "fresh queries ({fresh_total}, written after the tuning): recall@1 {fresh1:.3}, recall@5 {fresh5:.3}"
+        );
+        if std::env::var_os("DISCOVERY_MISSES").is_some() {
+            eprintln!("missed:\n{}", missed.join("\n"));
+            eprintln!("missed (fresh):\n{}", fresh_missed.join("\n"));
+        }
+        assert!(tools.len() >= 300 && total >= 100 && fresh_total >= 50);
         assert!(
-            r5 >= 0.84,
-            "recall@5 {r5:.3} < 0.84; missed:\n{}",
+            r5 >= 0.87,
+            "recall@5 {r5:.3} < 0.87; missed:\n{}",
             missed.join("\n")
+        );
+        assert!(
+            fresh5 >= 0.71,
+            "recall@5 of the fresh queries {fresh5:.3} < 0.71; missed:\n{}",
+            fresh_missed.join("\n")
         );
     }
 }
