@@ -305,6 +305,7 @@ pub struct ReadQuery {
 pub async fn read_resource(
     State(service): State<Arc<Service>>,
     axum::Extension(request_id): axum::Extension<RequestId>,
+    axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
     query: Result<Query<ReadQuery>, QueryRejection>,
 ) -> Reply {
@@ -329,6 +330,7 @@ pub async fn read_resource(
                 request_id: request_id.as_str(),
                 trace: &trace,
                 caller: None,
+                client: &client,
             },
         )
         .await
@@ -347,6 +349,7 @@ pub async fn list_prompts(State(service): State<Arc<Service>>) -> Reply {
 pub async fn get_prompt(
     State(service): State<Arc<Service>>,
     axum::Extension(request_id): axum::Extension<RequestId>,
+    axum::Extension(client): axum::Extension<Client>,
     trace: Option<axum::Extension<TraceContext>>,
     Path(name): Path<String>,
     ArgumentsBody(arguments): ArgumentsBody,
@@ -360,6 +363,7 @@ pub async fn get_prompt(
                 request_id: request_id.as_str(),
                 trace: &trace,
                 caller: None,
+                client: &client,
             },
         )
         .await

@@ -60,10 +60,12 @@ impl McpBridge {
             .and_then(|parts| parts.extensions.get::<TraceContext>().cloned())
             .unwrap_or_else(TraceContext::detached);
         let caller = self.caller(context);
+        let client = self.client(context);
         let request = CatalogRequest {
             request_id: &request_id,
             trace: &trace,
             caller: Some(&caller),
+            client: &client,
         };
         let answer = ask(request).await;
         (answer, request_id)

@@ -28,6 +28,7 @@ use serde_json::Value;
 use super::Service;
 use super::admission::{CallGates, QueueBounds, RETRY_AFTER_SECONDS, Scope};
 use super::call::CallFailure;
+use super::client::Client;
 use super::uri_template::template_matches;
 use crate::provider::{CallContext, Caller, Catalog, JsonObject, Provider, ToolError};
 use crate::telemetry::TraceContext;
@@ -39,6 +40,8 @@ pub struct CatalogRequest<'a> {
     pub request_id: &'a str,
     pub trace: &'a TraceContext,
     pub caller: Option<&'a Caller>,
+    /// Who asked: its reads share the call slots as its own (a fair share, as its calls do).
+    pub client: &'a Client,
 }
 
 impl CatalogRequest<'_> {
@@ -264,7 +267,9 @@ impl Service {
         }
         let provider = self.resource_provider(uri, named, request.caller).await?;
         let timeout = self.catalog_timeout(provider.name());
-        let _admitted = self.admit_catalog(provider.name(), uri).await?;
+        let _admitted = self
+            .admit_catalog(provider.name(), uri, request.client)
+            .await?;
         let cx = request.context(timeout);
         // The provider enforces the timeout itself; this bound guards against one that does not.
         let read = tokio::time::timeout(
@@ -328,7 +333,9 @@ impl Service {
         let prompt = &prompt;
         check_prompt_arguments(prompt, &arguments)?;
         let timeout = self.catalog_timeout(provider.name());
-        let _admitted = self.admit_catalog(provider.name(), name).await?;
+        let _admitted = self
+            .admit_catalog(provider.name(), name, request.client)
+            .await?;
         let cx = request.context(timeout);
         let got = tokio::time::timeout(
             timeout + Duration::from_secs(1),
@@ -357,6 +364,7 @@ impl Service {
         &self,
         provider: &str,
         what: &str,
+        client: &Client,
     ) -> Result<super::admission::Admitted, CallFailure> {
         let settings = self.settings();
         let config = &settings.config;
@@ -372,11 +380,8 @@ impl Service {
             depth: config.limits.queue_depth,
             timeout: config.limits.queue_timeout,
         };
-        // Catalog reads share the slots as one client of their own: they are short, and
-        // come from every client alike.
-        let reads: std::sync::Arc<str> = std::sync::Arc::from("(catalog reads)");
         self.admission
-            .admit(&gates, bounds, &reads)
+            .admit(&gates, bounds, &client.counted_as())
             .await
             .map_err(|refusal| {
                 self.metrics.admission_rejected(refusal.scope().as_str());

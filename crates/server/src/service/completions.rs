@@ -40,7 +40,9 @@ impl Service {
             _ => return Err(no_completions("this reference")),
         };
         let timeout = self.catalog_timeout(provider.name());
-        let _admitted = self.admit_catalog(provider.name(), &what).await?;
+        let _admitted = self
+            .admit_catalog(provider.name(), &what, request.client)
+            .await?;
         let cx = request.context(timeout);
         let completed = tokio::time::timeout(timeout + std::time::Duration::from_secs(1), async {
             match provider.catalog() {
