@@ -21,6 +21,7 @@ case "${1:-}" in
 esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-mcp-servers.sh
+scripts/install-discovery-model.sh >/dev/null
 scripts/install-litellm.sh
 scripts/install-arcadedb.sh
 scripts/install-test-tools.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the gateway with the default configuration: every service in config/, each on its
 # own port on 127.0.0.1, and prints a table of the services (URL, state, tools) once they all
-# answer. Installs what the default config bridges into .deps/ first. Unless
+# answer. Installs what the default config bridges into .deps/ first, and the model tool
+# searches rank by meaning with (scripts/install-discovery-model.sh; DISCOVERY_MODEL). Unless
 # CODE_GRAPH_BOLT_URI is set, code-graph-rag gets an embedded graph: an ArcadeDB started here
 # holding the code graph of your repository (scripts/lib/code-graph.sh; CODE_GRAPH_REPO chooses
 # another one). The hello service's two example gRPC providers are started here too
@@ -57,6 +58,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 scripts/install-mcp-servers.sh
+# The shipped services rank tool searches by meaning with this model (config/*.yaml read
+# DISCOVERY_MODEL); one set beforehand is kept.
+DISCOVERY_MODEL="${DISCOVERY_MODEL:-$(scripts/install-discovery-model.sh | sed -n 's/^DISCOVERY_MODEL=//p')}"
+export DISCOVERY_MODEL
 code_graph_start "$caller_dir" || echo "code-graph: continuing without the embedded graph" >&2
 if [ -z "${HELLO_RS_ADDRESS:-}${HELLO_PY_ADDRESS:-}" ]; then
   scripts/hello-providers.sh &

@@ -23,8 +23,9 @@ print_step_times() {
   printf '  %s\n' "${step_times[@]}" >&2
 }
 trap print_step_times EXIT
-step "install the MCP servers, LiteLLM, ArcadeDB and the test and fuzz tools"
+step "install the MCP servers, LiteLLM, ArcadeDB, the discovery model and the test and fuzz tools"
 scripts/install-mcp-servers.sh
+scripts/install-discovery-model.sh
 scripts/install-litellm.sh
 scripts/install-arcadedb.sh
 scripts/install-test-tools.sh

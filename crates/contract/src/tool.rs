@@ -55,8 +55,9 @@ pub struct ToolSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub icons: Option<Value>,
-    /// How well the tool matches the query, in answers to GET /tools?q= only (BM25F: higher is
-    /// better; comparable within one answer, not across queries). Tools are then ordered by it.
+    /// How well the tool matches the query, in answers to GET /tools?q= only (BM25F, plus the
+    /// similarity in meaning when the service has a discovery model: higher is better;
+    /// comparable within one answer, not across queries). Tools are then ordered by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0)]
     pub score: Option<f64>,

@@ -83,6 +83,8 @@ pub struct ServiceConfig {
     pub limits: LimitsSection,
     #[serde(default)]
     pub mcp: McpSection,
+    #[serde(default)]
+    pub discovery: DiscoverySection,
     /// State shared with the other replicas of this service through Redis; absent, all state
     /// lives in this process. Read at start: a change applies at the next restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -399,6 +401,20 @@ pub struct McpSection {
     /// tool (a client with a small context finds the tool it needs, then calls it).
     #[serde(default)]
     pub discovery: bool,
+}
+
+/// How `GET /tools?q=` and `find_tools` rank tools.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverySection {
+    /// A sentence-transformers BERT model's folder (`config.json`, `vocab.txt`,
+    /// `model.safetensors`; `scripts/install-discovery-model.sh` installs all-MiniLM-L6-v2),
+    /// relative to this file's folder; `${VAR}` and `${VAR:-default}` are expanded. Tools are
+    /// then ranked by meaning as well as by their words. Absent or empty once expanded: by
+    /// words only. A model that cannot be read stops the service at start. Read at start: a
+    /// change applies at the next restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn default_session_ttl() -> Duration {

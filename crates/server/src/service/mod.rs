@@ -45,6 +45,7 @@ pub use self::catalog::CatalogRequest;
 use self::client::Client;
 use self::client_load::ClientLoad;
 use self::cluster::{Cluster, ClusterError};
+use self::discovery::Meaning;
 use self::health::Checks;
 use self::lifecycle::{Lifecycle, Phase};
 use self::metrics::ServiceMetrics;
@@ -92,6 +93,13 @@ pub enum ServiceError {
         service: String,
         source: dependency::DependencyError,
     },
+    /// `discovery.model` names no readable model (or an unset variable).
+    #[error("service '{service}': discovery.model {path}: {reason}")]
+    DiscoveryModel {
+        service: String,
+        path: String,
+        reason: String,
+    },
 }
 
 pub struct Service {
@@ -108,6 +116,8 @@ pub struct Service {
     pub client_load: Arc<ClientLoad>,
     /// Each provider's breaker, retry budget and result cache, kept across reloads.
     pub resilience: Resilience,
+    /// The model tool discovery also ranks by meaning with (`discovery.model`); read at start.
+    meaning: Option<Meaning>,
     /// The service's Prometheus series (GET /metrics).
     pub metrics: Arc<ServiceMetrics>,
     started: Instant,
@@ -181,6 +191,26 @@ impl Service {
             cluster
         });
         let built = build_providers(&config, None, &hooks)?;
+        let meaning = match &config.discovery.model {
+            None => None,
+            Some(path) => {
+                let refused = |reason: String| ServiceError::DiscoveryModel {
+                    service: name.clone(),
+                    path: path.clone(),
+                    reason,
+                };
+                let expanded =
+                    crate::config::expand_env(path).map_err(|e| refused(e.to_string()))?;
+                // Empty (`${DISCOVERY_MODEL:-}` unset): by words only.
+                match expanded.trim() {
+                    "" => None,
+                    dir => Some(
+                        Meaning::load(&config.base_dir.join(dir))
+                            .map_err(|e| refused(e.to_string()))?,
+                    ),
+                }
+            }
+        };
         let admission = Admission::new(config.limits.max_concurrent_calls);
         let status_interval = config.monitoring.status_interval;
         let resilience = Resilience::default();
@@ -195,6 +225,7 @@ impl Service {
                 admission: &admission,
                 resilience: &resilience,
             },
+            meaning.as_ref(),
         );
         Ok(Arc::new(Service {
             rate_limiter: match &cluster {
@@ -205,6 +236,7 @@ impl Service {
             admission,
             client_load,
             resilience,
+            meaning,
             metrics: Arc::new(ServiceMetrics::new(&name)),
             lifecycle: Lifecycle::default(),
             started: Instant::now(),
@@ -356,6 +388,7 @@ impl Service {
                 admission: &self.admission,
                 resilience: &self.resilience,
             },
+            self.meaning.as_ref(),
         );
         let listed = |name: &str| toolset.registry.get(name).is_some();
         self.stats.retain(listed);

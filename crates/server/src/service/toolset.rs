@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::admission::{Admission, CallGates, Scope};
 use super::client::ToolScope;
-use super::discovery::ToolIndex;
+use super::discovery::{Meaning, ToolIndex};
 use super::registry::ToolRegistry;
 use super::resilience::{ProviderResilience, Resilience, ToolPolicy};
 use crate::config::{
@@ -102,6 +102,10 @@ pub struct CallPlan {
 impl ToolSet {
     /// The providers with their registry, and every form derived from its tools (and, for the
     /// document, from `prompts`, the providers' prompts as GET /prompts lists them).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is another part of the service; a struct of them would be built at both callers only to be taken apart here"
+    )]
     pub fn new(
         name: &str,
         version: &str,
@@ -110,6 +114,7 @@ impl ToolSet {
         registry: ToolRegistry,
         prompts: Arc<Vec<PromptInfo>>,
         controls: CallControls<'_>,
+        meaning: Option<&Meaning>,
     ) -> ToolSet {
         let limits = Limits {
             max_body_bytes: config.limits.max_body_bytes as u64,
@@ -144,7 +149,10 @@ impl ToolSet {
             tools_data: tools_data(name, version, registry.tools()),
             mcp_tools: Arc::new(mcp_tools(registry.tools())),
             plans: plans(name, config, &registry, controls),
-            discovery: ToolIndex::new(registry.tools()),
+            discovery: match meaning {
+                Some(meaning) => ToolIndex::with_meaning(registry.tools(), meaning),
+                None => ToolIndex::new(registry.tools()),
+            },
             publication,
             scoped: Mutex::default(),
             providers,

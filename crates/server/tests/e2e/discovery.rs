@@ -168,3 +168,58 @@ async fn meta_tools_keep_the_key_s_scope() {
         "{seen}"
     );
 }
+
+/// `discovery.model` (all-MiniLM-L6-v2, as `scripts/install-discovery-model.sh` installs it):
+/// a need that shares no word with the tool that does it finds that tool, over REST and through
+/// the MCP SDK's `find_tools`, which by words alone it does not; a need of nothing the service
+/// does finds nothing.
+#[tokio::test]
+async fn with_a_model_a_need_in_other_words_finds_its_tool_over_rest_and_mcp() {
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.deps/models/all-MiniLM-L6-v2")
+        .canonicalize()
+        .expect("the discovery model is installed (scripts/install-discovery-model.sh)");
+    let need = "add up 17 and 25";
+    let path = format!("/tools?q={}&limit=5", need.replace(' ', "%20"));
+    let by_words = Gateway::start("discovery-words", &two_servers("")).await;
+    let found = names(&get(&by_words, &path).await);
+    assert!(!found.contains(&"get-sum".to_owned()), "{found:?}");
+    drop(by_words);
+
+    let config = two_servers(&format!(
+        "mcp: {{ discovery: true }}\ndiscovery:\n  model: {}\n",
+        model.display()
+    ));
+    let gw = Gateway::start("discovery-model", &config).await;
+    let found = get(&gw, &path).await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(names(&found)[0], "get-sum", "{}", found.body);
+    let nothing = get(&gw, "/tools?q=bake%20sourdough%20bread").await;
+    assert!(names(&nothing).is_empty(), "{}", nothing.body);
+    let seen = run_python(vec![
+        fixture("discovery_client.py"),
+        gw.url("/mcp"),
+        need.into(),
+        json!({"a": 17, "b": 25}).to_string(),
+    ])
+    .await;
+    assert_eq!(seen["found"][0], "get-sum", "{seen}");
+    assert!(seen["call_text"].as_str().unwrap().contains("42"), "{seen}");
+}
+
+/// A model that cannot be read stops the service at start, naming the setting and the file.
+#[tokio::test]
+async fn a_discovery_model_that_cannot_be_read_is_refused_at_start() {
+    let mut gw = Gateway::spawn(
+        "discovery-no-model",
+        "discovery:\n  model: /nonexistent/model\nproviders: []\n",
+    );
+    let status = gw.wait_exit(std::time::Duration::from_secs(60)).await;
+    assert_eq!(status.code(), Some(1));
+    let logs = gw.logs();
+    assert!(
+        logs.contains("discovery.model /nonexistent/model")
+            && logs.contains("/nonexistent/model/config.json"),
+        "{logs}"
+    );
+}
