@@ -254,6 +254,27 @@ pub struct ClusterReport {
     /// (every second); errors as in `tools` (the tool's own failures).
     #[serde(default)]
     pub usage: BTreeMap<String, ToolUsage>,
+    /// The replicas up, by id, this one among them, as last read from Redis (every second). A
+    /// replica that stops cleanly leaves the list at once; one killed, within 5 seconds.
+    #[serde(default)]
+    pub replicas: Vec<ReplicaReport>,
+}
+
+/// One replica in `cluster.replicas`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReplicaReport {
+    /// Its `cluster.replica_id`.
+    pub replica_id: String,
+    /// `host:port` where the other replicas reach it (`cluster.advertise`, else where it
+    /// serves); its status page is `http://<address>/status`.
+    pub address: String,
+    /// The gateway version it runs.
+    pub version: String,
+    /// When it started (RFC 3339, UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub started_at: String,
+    /// Whether it is the replica that answered.
+    pub this: bool,
 }
 
 /// One tool's calls across every replica.

@@ -23,9 +23,9 @@ pub use error_code::ErrorCode;
 pub use health::{
     CircuitState, ClashResolution, ClientHoldings, ClientsReport, ClusterReport, ConnectionState,
     DependencyState, DependencyStatus, EndpointReport, HealthResponse, HealthStatus, IndexState,
-    InstanceReport, NameConflict, ProviderHealth, ProviderReport, RedisState, ResilienceReport,
-    SearchIndexReport, SkippedFiles, ToolCaller, ToolFailure, ToolHealth, ToolStatus, ToolUsage,
-    WatcherState,
+    InstanceReport, NameConflict, ProviderHealth, ProviderReport, RedisState, ReplicaReport,
+    ResilienceReport, SearchIndexReport, SkippedFiles, ToolCaller, ToolFailure, ToolHealth,
+    ToolStatus, ToolUsage, WatcherState,
 };
 pub use prompt::{
     PromptArgument, PromptInfo, PromptMessage, PromptResponse, PromptResult, PromptsResponse,

@@ -514,11 +514,25 @@
     clear(box);
     var dl = el('dl', { className: 'facts' });
     Object.keys(cluster).forEach(function (key) {
-      if (key === 'usage') return;
+      if (key === 'usage' || key === 'replicas') return;
       var shown = key === 'redis' ? badge(cluster[key]) : scalarText(cluster[key]);
       if (shown !== null && shown !== '') fact(dl, key === 'replica_id' ? 'Replica' : humanKey(key), shown);
     });
     box.appendChild(dl);
+    var replicas = Array.isArray(cluster.replicas) ? cluster.replicas : [];
+    if (replicas.length) {
+      box.appendChild(table('Replicas up (' + replicas.length + ')', [
+        { label: 'Replica' }, { label: 'Status page' }, { label: 'Version' }, { label: 'Started' },
+      ], replicas.map(function (r) {
+        var address = String(r.address || '');
+        // A wildcard address (0.0.0.0, [::]) names no host a browser can open.
+        var page = /^(0\.0\.0\.0|\[::\]):/.test(address) || !address
+          ? address
+          : el('a', { href: 'http://' + address + '/status', text: address });
+        var name = String(r.replica_id || '') + (r.this ? ' (this one)' : '');
+        return [name, page, r.version || '', r.started_at ? timeEl(r.started_at) : ''];
+      }), 'replicas'));
+    }
     var usage = cluster.usage;
     if (usage && typeof usage === 'object' && Object.keys(usage).length) {
       box.appendChild(table('Calls counted by every replica', [

@@ -32,15 +32,15 @@ fn keyed() -> String {
 }
 
 /// What the browser fixture printed, and how it ended.
-struct Seen {
-    success: bool,
+pub(crate) struct Seen {
+    pub success: bool,
     code: Option<i32>,
-    report: Value,
-    output: String,
+    pub report: Value,
+    pub output: String,
 }
 
 /// Runs the browser fixture against `gw`'s page with `args`, within 120 s.
-async fn browse(gw: &Gateway, args: &[&str]) -> Seen {
+pub(crate) async fn browse(gw: &Gateway, args: &[&str]) -> Seen {
     let run = tokio::process::Command::new("node")
         .arg(fixture("status_page.mjs"))
         .args(["--url", &gw.url("/status"), "--timeout-ms", "30000"])

@@ -43,31 +43,14 @@ impl Cluster {
         if written.is_err() {
             return;
         }
-        let pattern = self.key("clients", "*");
-        let Ok(keys) = self
-            .run(|mut c| async move {
-                redis::cmd("KEYS")
-                    .arg(pattern)
-                    .query_async::<Vec<String>>(&mut c)
-                    .await
-            })
-            .await
-        else {
+        let Ok(replicas) = self.hashes_of::<u64>("clients").await else {
             return;
         };
         let mut elsewhere: HashMap<String, u64> = HashMap::new();
-        for key in keys.into_iter().filter(|k| *k != own) {
-            let Ok(counts) = self
-                .run(|mut c| async move {
-                    redis::cmd("HGETALL")
-                        .arg(key)
-                        .query_async::<HashMap<String, u64>>(&mut c)
-                        .await
-                })
-                .await
-            else {
-                return;
-            };
+        for (_, counts) in replicas
+            .into_iter()
+            .filter(|(id, _)| *id != self.replica_id)
+        {
             for (client, n) in counts {
                 *elsewhere.entry(client).or_default() += n;
             }

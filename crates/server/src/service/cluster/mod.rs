@@ -1,8 +1,9 @@
 //! The state replicas of one service share through Redis (`cluster` in the configuration):
 //! the connection and what /health and /metrics say of it. The shared things themselves have
 //! a file each: [`rate`] (the rate limit, exact across replicas), [`usage`] (call counters),
-//! [`sessions`] (MCP session records), [`tasks`] (task records, read by any replica) and
-//! [`forward`] (requests sent on to the replica holding their session or task).
+//! [`sessions`] (MCP session records), [`tasks`] (task records, read by any replica),
+//! [`forward`] (requests sent on to the replica holding their session or task) and
+//! [`replicas`] (which replicas are up).
 //!
 //! Every command runs under `cluster.timeout_ms`; a failure or a timeout marks Redis down
 //! (loudly: a warning on the change, /health's `cluster.redis`, the metrics), and the next
@@ -12,6 +13,7 @@
 mod clients;
 pub mod forward;
 pub mod rate;
+mod replicas;
 pub mod results;
 pub mod sessions;
 pub mod tasks;
@@ -25,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use contract::{ClusterReport, RedisState, ToolUsage};
+use contract::{ClusterReport, RedisState, ReplicaReport, ToolUsage};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::config::{
@@ -88,6 +90,10 @@ pub struct Cluster {
     client_load: OnceLock<Arc<ClientLoad>>,
     /// The other replicas' sessions per client, as last read.
     sessions_elsewhere: Mutex<HashMap<String, u64>>,
+    /// When this replica started (RFC 3339), in its record of [`replicas`].
+    started_at: String,
+    /// Every replica's record, as last read ([`replicas`]).
+    replicas: Mutex<Vec<ReplicaReport>>,
 }
 
 /// Whether Redis answers, as last seen.
@@ -130,6 +136,8 @@ impl Cluster {
             forwarding: forward::Forwarding::default(),
             client_load: OnceLock::new(),
             sessions_elsewhere: Mutex::default(),
+            started_at: crate::clock::format(Utc::now()),
+            replicas: Mutex::default(),
         })
     }
 
@@ -176,6 +184,41 @@ impl Cluster {
     /// Where this replica's service keeps `kind` of things: `mcp-http-gateway:{service}:{kind}:{rest}`.
     fn key(&self, kind: &str, rest: &str) -> String {
         format!("{KEY_PREFIX}:{}:{kind}:{rest}", self.service)
+    }
+
+    /// Every hash of `kind` (`…:{kind}:*`): the rest of its key (a replica's id) and its fields.
+    /// Each replica's records of one kind are few, so KEYS is cheap here.
+    async fn hashes_of<V: redis::FromRedisValue + Send + 'static>(
+        &self,
+        kind: &str,
+    ) -> Result<Vec<(String, HashMap<String, V>)>, ClusterError> {
+        let pattern = self.key(kind, "*");
+        let keys = self
+            .run(|mut c| async move {
+                redis::cmd("KEYS")
+                    .arg(pattern)
+                    .query_async::<Vec<String>>(&mut c)
+                    .await
+            })
+            .await?;
+        let prefix = self.key(kind, "");
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let rest = key.strip_prefix(&prefix).unwrap_or(&key).to_owned();
+            let fields = self
+                .run(|mut c| async move {
+                    redis::cmd("HGETALL")
+                        .arg(key)
+                        .query_async::<HashMap<String, V>>(&mut c)
+                        .await
+                })
+                .await?;
+            // Gone between KEYS and HGETALL.
+            if !fields.is_empty() {
+                out.push((rest, fields));
+            }
+        }
+        Ok(out)
     }
 
     /// Runs one command (or pipeline, or script) under the timeout, recording the outcome.
@@ -282,6 +325,7 @@ impl Cluster {
             redis_errors: self.errors(),
             rate_limit_on_redis_error: self.on_error.as_str().to_owned(),
             usage: self.usage.write_unpoisoned().clone(),
+            replicas: self.replicas_report(),
         }
     }
 
@@ -309,12 +353,14 @@ impl Cluster {
                         if pinged.is_ok() {
                             cluster.read_usage().await;
                             cluster.share_client_sessions().await;
+                            cluster.share_replicas().await;
                             cluster.read_forward_secret().await;
                         }
                     }
                     _ = cluster.writes.wanted() => cluster.flush().await,
                 }
             }
+            cluster.withdraw().await;
             loop {
                 tokio::select! {
                     _ = stopped.cancelled() => break,

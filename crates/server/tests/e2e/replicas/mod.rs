@@ -315,6 +315,38 @@ async fn a_replica_killed_under_load_costs_only_the_requests_it_held() {
     let lb = Haproxy::start(&haproxy_bin, &backends(&gws)).await;
     let client = reqwest::Client::new();
 
+    // Each replica lists every replica up (cluster.replicas), and its status page links theirs.
+    let listed = until(Duration::from_secs(10), || async {
+        let cluster = cluster_of(&gws[0]).await?;
+        (replica_ids(&cluster) == ["r0", "r1", "r2"]).then_some(cluster)
+    })
+    .await;
+    let listed = match listed {
+        Some(listed) => listed,
+        None => panic!(
+            "r0 lists r0, r1 and r2 within 10 s: {:?}",
+            cluster_of(&gws[0]).await
+        ),
+    };
+    for (i, replica) in listed["replicas"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            replica["address"],
+            format!("127.0.0.1:{}", gws[i].port),
+            "{replica}"
+        );
+        assert_eq!(replica["this"], i == 0, "{replica}");
+        assert_eq!(replica["version"], env!("CARGO_PKG_VERSION"));
+    }
+    let page = crate::status_page::browse(&gws[0], &["--key", KEY]).await;
+    assert!(page.success, "{}", page.output);
+    let links: Vec<Value> = (0..3)
+        .map(|i| {
+            let this = if i == 0 { " (this one)" } else { "" };
+            json!({"replica": format!("r{i}{this}"), "link": format!("http://127.0.0.1:{}/status", gws[i].port)})
+        })
+        .collect();
+    assert_eq!(page.report["replicas"], json!(links), "{}", page.output);
+
     // Eight clients call a tool in a loop; each request's outcome, replica and time is kept.
     const CLIENTS: usize = 8;
     let stop = Arc::new(AtomicBool::new(false));
@@ -420,4 +452,20 @@ async fn a_replica_killed_under_load_costs_only_the_requests_it_held() {
     })
     .await;
     assert!(usage.is_some(), "the shared usage counts about {ok} calls");
+    // The killed replica leaves the list when its record expires (5 s).
+    let gone = until(Duration::from_secs(10), || async {
+        (replica_ids(&cluster_of(&gws[0]).await?) == ["r0", "r2"]).then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "r1 still listed 10 s after it was killed");
+}
+
+/// The ids in a `cluster` report's `replicas`.
+fn replica_ids(cluster: &Value) -> Vec<String> {
+    cluster["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["replica_id"].as_str().map(str::to_owned))
+        .collect()
 }
