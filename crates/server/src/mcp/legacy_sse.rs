@@ -70,7 +70,7 @@ struct Registration {
     open: OpenSessions,
     book: SessionBook,
     id: String,
-    _stream: Option<Holding>,
+    _stream: Holding,
 }
 
 impl Drop for Registration {

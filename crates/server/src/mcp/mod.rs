@@ -38,11 +38,15 @@ use crate::service::Service;
 pub fn router(service: Arc<Service>) -> Router {
     let settings = service.settings();
     let rules = settings.config.mcp.clone();
-    let book = sessions::SessionBook::new(rules.session_ttl, rules.max_sessions)
-        .with_client_bounds(rules.sessions_per_client(), rules.unused_session_grace)
-        .with_load(service.client_load.clone(), rules.streams_per_client())
-        .with_metrics(service.metrics.clone())
-        .with_cluster(service.cluster.clone());
+    let book = sessions::SessionBook::new(
+        rules.session_ttl,
+        rules.max_sessions,
+        service.client_load.clone(),
+    )
+    .with_client_bounds(rules.sessions_per_client(), rules.unused_session_grace)
+    .with_streams_per_client(rules.streams_per_client())
+    .with_metrics(service.metrics.clone())
+    .with_cluster(service.cluster.clone());
     let stop = service.drain().clone();
     let direct = direct::DirectSessions::default();
     let parked = input_required::ParkedCalls::new(service.cluster.clone(), &stop);

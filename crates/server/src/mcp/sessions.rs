@@ -137,13 +137,17 @@ pub struct SessionBook {
     max_streams_per_client: u64,
     unused_grace: Duration,
     refusal_log: Arc<RefusalLog>,
-    load: Option<Arc<ClientLoad>>,
+    /// What each client holds: each live session is one of its client's holdings, so the
+    /// sessions per client are read here, not counted from the records.
+    load: Arc<ClientLoad>,
     metrics: Option<Arc<ServiceMetrics>>,
     cluster: Option<Arc<Cluster>>,
 }
 
 impl SessionBook {
-    pub fn new(ttl: Duration, max: u64) -> Self {
+    /// The book of at most `max` live sessions, each expiring after `ttl` without a request,
+    /// each counted among its client's holdings in `load`.
+    pub fn new(ttl: Duration, max: u64, load: Arc<ClientLoad>) -> Self {
         SessionBook {
             records: Arc::default(),
             ttl,
@@ -152,7 +156,7 @@ impl SessionBook {
             max_streams_per_client: max,
             unused_grace: ttl,
             refusal_log: Arc::default(),
-            load: None,
+            load,
             metrics: None,
             cluster: None,
         }
@@ -166,22 +170,17 @@ impl SessionBook {
         self
     }
 
-    /// Counts each live session among its client's holdings, and bounds each client's open
-    /// streams.
-    pub fn with_load(mut self, load: Arc<ClientLoad>, max_streams_per_client: u64) -> Self {
-        self.load = Some(load);
+    /// Bounds each client's open streams.
+    pub fn with_streams_per_client(mut self, max_streams_per_client: u64) -> Self {
         self.max_streams_per_client = max_streams_per_client;
         self
     }
 
     /// A stream `client` opens (`GET /mcp`, `GET /sse`), held until it ends; refused past its
-    /// bound (counted and logged as a refusal). Unbounded when holdings are not counted.
-    pub fn open_stream(&self, client: &Arc<str>) -> Result<Option<Holding>, SessionRefusal> {
-        let Some(load) = &self.load else {
-            return Ok(None);
-        };
-        match load.stream(client, self.max_streams_per_client) {
-            Some(held) => Ok(Some(held)),
+    /// bound (counted and logged as a refusal).
+    pub fn open_stream(&self, client: &Arc<str>) -> Result<Holding, SessionRefusal> {
+        match self.load.stream(client, self.max_streams_per_client) {
+            Some(held) => Ok(held),
             None => {
                 self.refused(client, "streams_per_client");
                 Err(SessionRefusal::TooManyStreamsOfClient(
@@ -189,11 +188,6 @@ impl SessionBook {
                 ))
             }
         }
-    }
-
-    /// What each client holds, when counted.
-    pub fn load(&self) -> Option<&Arc<ClientLoad>> {
-        self.load.as_ref()
     }
 
     /// Keeps a record of each live session in the cluster's Redis.
@@ -256,11 +250,9 @@ impl SessionBook {
     /// its share (the bound over the clients holding sessions, the asker counted) is ended to
     /// make room, and refused only when no client holds more.
     pub fn admit(&self, client: &str) -> Result<(), SessionRefusal> {
+        // The records' lock is held throughout: opens and ends wait for the decision.
         let mut records = self.lock();
-        let mut held: HashMap<&str, u64> = HashMap::new();
-        for record in records.values().filter(|r| r.state.is_live()) {
-            *held.entry(&record.client).or_default() += 1;
-        }
+        let held: HashMap<Arc<str>, u64> = self.load.sessions_by_client().into_iter().collect();
         // Held here and, with `cluster`, on the other replicas.
         let elsewhere = self
             .cluster
@@ -279,10 +271,10 @@ impl SessionBook {
         }
         let clients = held.len() as u64 + u64::from(!held.contains_key(client));
         let share = self.max.div_ceil(clients).max(1);
-        let over: std::collections::HashSet<Arc<str>> = held
+        let over: std::collections::HashSet<&Arc<str>> = held
             .iter()
             .filter(|(_, n)| **n > share)
-            .map(|(c, _)| Arc::from(*c))
+            .map(|(c, _)| c)
             .collect();
         let victim = records
             .values()
@@ -326,22 +318,20 @@ impl SessionBook {
     }
 
     /// Tells the metrics the sessions of the client holding the most.
-    fn count_top(&self, records: &HashMap<String, SessionRecord>) {
+    fn count_top(&self) {
         let Some(metrics) = &self.metrics else { return };
-        let mut held: HashMap<&str, u64> = HashMap::new();
-        for record in records.values().filter(|r| r.state.is_live()) {
-            *held.entry(&record.client).or_default() += 1;
-        }
-        metrics.set_top_client_sessions(held.values().copied().max().unwrap_or(0));
+        let most = self
+            .load
+            .sessions_by_client()
+            .into_iter()
+            .map(|(_, n)| n)
+            .max();
+        metrics.set_top_client_sessions(most.unwrap_or(0));
     }
 
     /// The clients holding the most live sessions, most first, at most `n`.
     pub fn top_clients(&self, n: usize) -> Vec<(Arc<str>, u64)> {
-        let mut held: HashMap<Arc<str>, u64> = HashMap::new();
-        for record in self.lock().values().filter(|r| r.state.is_live()) {
-            *held.entry(record.client.clone()).or_default() += 1;
-        }
-        let mut top: Vec<(Arc<str>, u64)> = held.into_iter().collect();
+        let mut top = self.load.sessions_by_client();
         top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         top.truncate(n);
         top
@@ -369,7 +359,7 @@ impl SessionBook {
             last_activity_at: now,
             expires_at: now + self.ttl(),
             owner,
-            held: self.load.as_ref().map(|l| Arc::new(l.session(&counted_as))),
+            held: Some(Arc::new(self.load.session(&counted_as))),
             client: counted_as,
             used: false,
             ended: CancellationToken::new(),
@@ -379,11 +369,13 @@ impl SessionBook {
         let ended = record.ended.clone();
         let mut records = self.lock();
         let replaced = records.insert(session_id.to_owned(), record);
-        self.count_top(&records);
         drop(records);
+        // The replaced record's holding goes with it, before the count.
+        let replaced_live = replaced.filter(|r| r.state.is_live()).map(|r| r.transport);
+        self.count_top();
         self.counted_open(transport);
-        if let Some(old) = replaced.filter(|r| r.state.is_live()) {
-            self.counted_end(old.transport);
+        if let Some(transport) = replaced_live {
+            self.counted_end(transport);
         }
         ended
     }
@@ -453,7 +445,7 @@ impl SessionBook {
             self.shared(record);
             self.counted_end(record.transport);
         }
-        self.count_top(&records);
+        self.count_top();
     }
 
     fn transition(&self, session_id: &str, from: SessionState, to: SessionState) {
@@ -490,7 +482,7 @@ impl SessionBook {
             }
             record.state.is_live() || record.expires_at + ttl > now
         });
-        self.count_top(&records);
+        self.count_top();
         expired
     }
 
@@ -567,7 +559,7 @@ mod tests {
     use super::*;
 
     fn book(max: u64) -> SessionBook {
-        SessionBook::new(Duration::from_secs(60), max)
+        SessionBook::new(Duration::from_secs(60), max, Arc::default())
     }
 
     #[test]

@@ -309,3 +309,70 @@ async fn streams_are_bounded_per_client_and_health_names_who_holds_the_most() {
     })
     .await;
 }
+
+/// A resource read (GET /resources/read) takes a call slot as its sender's: while one client
+/// holds the only slot and the queue (two), its own read is refused (it can displace none of
+/// its own calls), and another client's read is not (the flood's newest queued call gives its
+/// place) and is answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_read_waits_as_its_sender_not_as_a_client_of_its_own() {
+    let gw = Gateway::start(
+        "bounds-catalog",
+        &format!(
+            "limits: {{ max_concurrent_calls: 1, queue_depth: 2, queue_timeout_ms: 20000 }}\nproviders:\n{}",
+            everything_provider("everything")
+        ),
+    )
+    .await;
+    let slow = json!({"duration": 2, "steps": 1});
+    let mut flood = Vec::new();
+    for expected in 1..=3u64 {
+        flood.push(slow_call_from(
+            &gw,
+            FLOODER,
+            "trigger-long-running-operation",
+            slow.clone(),
+        ));
+        eventually(Duration::from_secs(10), "the flood's call in", || async {
+            let data = get(&gw, "/health").await.body["data"].clone();
+            let seen =
+                data["active_calls"].as_u64().unwrap() + data["queued_calls"].as_u64().unwrap();
+            (seen == expected).then_some(())
+        })
+        .await;
+    }
+    let read = |from: IpAddr| {
+        let url = gw.url("/resources/read?uri=demo%3A%2F%2Fresource%2Fdynamic%2Ftext%2F1");
+        async move {
+            let http = reqwest::Client::builder()
+                .local_address(from)
+                .build()
+                .unwrap();
+            Answer::from(http.get(url).send().await.unwrap()).await
+        }
+    };
+    // The flooder's own read: refused, the queue being its own.
+    let own = read(FLOODER).await;
+    assert_eq!(own.status, 503, "{}", own.body);
+    // Another client's: the flood's queued call gives its place, and the read is answered.
+    let other = read(IpAddr::V4(Ipv4Addr::LOCALHOST)).await;
+    assert_eq!(other.status, 200, "{}", other.body);
+    assert!(other.body["data"]["contents"].is_array(), "{}", other.body);
+    let ends: Vec<(u16, Value)> = futures::future::join_all(flood)
+        .await
+        .into_iter()
+        .map(|e| {
+            let (status, body, _) = e.unwrap();
+            (status, body)
+        })
+        .collect();
+    let statuses: Vec<u16> = ends.iter().map(|e| e.0).collect();
+    assert_eq!(statuses, [200, 200, 503], "{ends:?}");
+    assert!(
+        ends[2].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("gave its place"),
+        "{ends:?}"
+    );
+}
