@@ -26,6 +26,8 @@ use tantivy::tokenizer::{
     Language, LowerCaser, SimpleTokenizer, Stemmer, TextAnalyzer, TokenStream,
 };
 
+use crate::sync::Unpoisoned;
+
 /// The fields a tool is indexed by — name, title, description, parameters, and the provider
 /// it comes from (the first part of its qualified name: "on GitHub" finds GitHub's tools) —
 /// and how much a match in each counts.
@@ -47,8 +49,8 @@ pub struct Tuning {
     pub feedback_docs: usize,
     pub feedback_terms: usize,
     pub feedback_weight: f32,
-    /// With a model: how much a tool's cosine similarity to the query counts against its BM25
-    /// score as a share of the best tool's.
+    /// With a model: how much a tool's cosine similarity to the query counts against its
+    /// scaled BM25 score ([`ToolIndex::ranked`] says how it is scaled).
     pub meaning_weight: f32,
     /// With a model: how near in meaning a tool no word of the query matched must be to be
     /// found at all.
@@ -167,7 +169,8 @@ impl Meaning {
     pub fn load(dir: &Path) -> Result<Meaning, embedding::LoadError> {
         static LOADED: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<SentenceEncoder>)>> =
             std::sync::Mutex::new(Vec::new());
-        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        // Held while a model loads: two services naming one folder load it once.
+        let mut loaded = LOADED.write_unpoisoned();
         loaded.retain(|(_, model)| model.strong_count() > 0);
         let shared = loaded
             .iter()
@@ -469,8 +472,7 @@ struct EncodedTexts {
 
 impl EncodedTexts {
     fn encoded(&self, model: &SentenceEncoder, texts: &[String]) -> Vec<Arc<[f32]>> {
-        let mut known =
-            std::mem::take(&mut *self.vectors.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut known = std::mem::take(&mut *self.vectors.write_unpoisoned());
         let mut missing: Vec<&str> = texts
             .iter()
             .filter(|t| !known.contains_key(*t))
@@ -483,7 +485,7 @@ impl EncodedTexts {
         }
         let vectors = texts.iter().map(|t| known[t].clone()).collect();
         known.retain(|text, _| texts.contains(text));
-        *self.vectors.lock().unwrap_or_else(|e| e.into_inner()) = known;
+        *self.vectors.write_unpoisoned() = known;
         vectors
     }
 }
