@@ -201,6 +201,31 @@ fn slow_call_from(
     })
 }
 
+/// `n` calls of 2 s from [`FLOODER`], sent one at a time (each running or queued before the
+/// next is sent, so the newest queued call is the last sent).
+async fn flood_of_slow_calls(
+    gw: &Gateway,
+    n: u64,
+) -> Vec<tokio::task::JoinHandle<(u16, Value, std::time::Instant)>> {
+    let mut flood = Vec::new();
+    for expected in 1..=n {
+        flood.push(slow_call_from(
+            gw,
+            FLOODER,
+            "trigger-long-running-operation",
+            json!({"duration": 2, "steps": 1}),
+        ));
+        eventually(Duration::from_secs(10), "the flood's call in", || async {
+            let data = get(gw, "/health").await.body["data"].clone();
+            let seen =
+                data["active_calls"].as_u64().unwrap() + data["queued_calls"].as_u64().unwrap();
+            (seen == expected).then_some(())
+        })
+        .await;
+    }
+    flood
+}
+
 /// One client holds both call slots and fills the queue; another client's call is not
 /// refused and does not wait behind that queue: the newest of the flood's queued calls gives
 /// its place (503, saying so), and the next freed slot goes to the client holding none.
@@ -214,25 +239,7 @@ async fn a_client_flooding_calls_waits_behind_its_own_calls_not_another_clients(
         ),
     )
     .await;
-    let slow = json!({"duration": 2, "steps": 1});
-    let mut flood = Vec::new();
-    for _ in 0..5 {
-        flood.push(slow_call_from(
-            &gw,
-            FLOODER,
-            "trigger-long-running-operation",
-            slow.clone(),
-        ));
-        // One at a time, so the newest queued call is the last sent.
-        let expected = flood.len() as u64;
-        eventually(Duration::from_secs(10), "the flood's call in", || async {
-            let data = get(&gw, "/health").await.body["data"].clone();
-            let seen =
-                data["active_calls"].as_u64().unwrap() + data["queued_calls"].as_u64().unwrap();
-            (seen == expected).then_some(())
-        })
-        .await;
-    }
+    let flood = flood_of_slow_calls(&gw, 5).await;
     // Slots (2) and queue (3) are the flood's. Another client:
     let quiet = slow_call_from(
         &gw,
@@ -324,23 +331,7 @@ async fn a_resource_read_waits_as_its_sender_not_as_a_client_of_its_own() {
         ),
     )
     .await;
-    let slow = json!({"duration": 2, "steps": 1});
-    let mut flood = Vec::new();
-    for expected in 1..=3u64 {
-        flood.push(slow_call_from(
-            &gw,
-            FLOODER,
-            "trigger-long-running-operation",
-            slow.clone(),
-        ));
-        eventually(Duration::from_secs(10), "the flood's call in", || async {
-            let data = get(&gw, "/health").await.body["data"].clone();
-            let seen =
-                data["active_calls"].as_u64().unwrap() + data["queued_calls"].as_u64().unwrap();
-            (seen == expected).then_some(())
-        })
-        .await;
-    }
+    let flood = flood_of_slow_calls(&gw, 3).await;
     let read = |from: IpAddr| {
         let url = gw.url("/resources/read?uri=demo%3A%2F%2Fresource%2Fdynamic%2Ftext%2F1");
         async move {
