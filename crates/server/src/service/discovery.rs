@@ -427,22 +427,19 @@ fn fuse(
     limit: usize,
     allowed: &impl Fn(usize) -> bool,
 ) -> Vec<Hit> {
-    // A tool no word matched is found by meaning only when it is near enough.
-    let mut scores: Vec<f32> = vectors
-        .iter()
-        .map(|v| embedding::similarity(v, asked))
-        .map(|s| {
-            if s >= tuning.min_similarity {
-                tuning.meaning_weight * s
-            } else {
-                f32::NEG_INFINITY
-            }
-        })
-        .collect();
+    let mut by_words: Vec<Option<f32>> = vec![None; vectors.len()];
     for hit in lexical {
-        let by_meaning = tuning.meaning_weight * embedding::similarity(&vectors[hit.index], asked);
-        scores[hit.index] = by_meaning + hit.score / scale;
+        by_words[hit.index] = Some(hit.score / scale);
     }
+    let scores = vectors.iter().zip(by_words).map(|(v, words)| {
+        let similarity = embedding::similarity(v, asked);
+        match words {
+            Some(words) => tuning.meaning_weight * similarity + words,
+            // A tool no word matched is found by meaning only when it is near enough.
+            None if similarity >= tuning.min_similarity => tuning.meaning_weight * similarity,
+            None => f32::NEG_INFINITY,
+        }
+    });
     let mut hits: Vec<Hit> = scores
         .into_iter()
         .enumerate()
