@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::OutlierConfig;
+use crate::sync::Unpoisoned;
 
 /// Latency samples a child needs before its mean is compared with its siblings'.
 const MIN_SAMPLES: u64 = 10;
@@ -43,12 +44,22 @@ pub(crate) fn judge<'a>(
     config: &OutlierConfig,
 ) -> Option<(Duration, &'static str)> {
     let now = now_ms();
-    let others: Vec<&OutlierRecord> = others.into_iter().filter(|o| !o.ejected(now)).collect();
-    let mut means: Vec<u64> = others.iter().filter_map(|o| o.mean()).collect();
+    let others: Vec<&OutlierRecord> = others.into_iter().collect();
+    let mut means: Vec<u64> = others
+        .iter()
+        .filter(|o| !o.ejected(now))
+        .filter_map(|o| o.mean())
+        .collect();
     means.sort_unstable();
     let median = (!means.is_empty()).then(|| means[means.len() / 2]);
     let why = record.record(ended, config, median)?;
-    if others.is_empty() || record.ejected(now) {
+    // Two members failing together must not each see the other still in rotation and both
+    // leave: the decision and the ejection are made under one lock (an ejection is rare, so
+    // one lock for the process costs nothing on the call path).
+    static EJECTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = EJECTING.write_unpoisoned();
+    let now = now_ms();
+    if record.ejected(now) || others.iter().all(|o| o.ejected(now)) {
         return None;
     }
     Some((record.eject(now, config), why))
@@ -271,6 +282,39 @@ mod tests {
         let alone = OutlierRecord::default();
         for _ in 0..5 {
             assert!(judge(&alone, [], fail, &c).is_none());
+        }
+    }
+
+    #[test]
+    fn members_failing_together_never_all_leave_the_rotation() {
+        let c = OutlierConfig {
+            consecutive_failures: 1,
+            ejection: Duration::from_secs(60),
+            max_ejection: Duration::from_secs(60),
+            ..config()
+        };
+        let fail = Ended::Failure(Duration::from_millis(5));
+        // Rounds, each releasing every member's failing call at one barrier.
+        for _ in 0..200 {
+            let members: Vec<OutlierRecord> = (0..4).map(|_| OutlierRecord::default()).collect();
+            let barrier = std::sync::Barrier::new(members.len());
+            std::thread::scope(|scope| {
+                for (i, member) in members.iter().enumerate() {
+                    let (members, barrier, c) = (&members, &barrier, &c);
+                    scope.spawn(move || {
+                        let others = members
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| *j != i)
+                            .map(|(_, o)| o);
+                        barrier.wait();
+                        judge(member, others, fail, c)
+                    });
+                }
+            });
+            let now = now_ms();
+            let left = members.iter().filter(|m| !m.ejected(now)).count();
+            assert_eq!(left, 1, "exactly the last one stays");
         }
     }
 

@@ -345,9 +345,11 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
         if message["method"] != "initialize" {
             return next.run(request).await; // rmcp: a session id is required
         }
-        if let Err(refusal) = gate.book.admit(&counted_as) {
-            return session_refusal(&refusal, id.unwrap_or_default());
-        }
+        // The place is held while rmcp handles the handshake: given back if no session comes.
+        let place = match gate.book.admit(&counted_as) {
+            Ok(place) => place,
+            Err(refusal) => return session_refusal(&refusal, id.unwrap_or_default()),
+        };
         let response = next.run(request).await;
         if let Some(issued) = response
             .headers()
@@ -355,11 +357,11 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
             .and_then(|v| v.to_str().ok())
         {
             gate.book.open(
+                place,
                 issued,
                 Transport::StreamableHttp,
                 client_info(&message),
                 identity,
-                counted_as,
             );
         }
         return response;

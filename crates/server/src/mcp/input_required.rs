@@ -719,4 +719,34 @@ mod tests {
         assert!(!calls.park(&trip(&sessions)));
         assert!(calls.park(&kept[0]), "one already parked parks again");
     }
+
+    #[test]
+    fn calls_parked_together_never_pass_the_bound() {
+        let sessions = ClientSessions::default();
+        let calls = book();
+        let kept: Vec<_> = (0..MAX_PARKED - 5).map(|_| trip(&sessions)).collect();
+        assert!(kept.iter().all(|t| calls.park(t)));
+        // 40 calls ask at one barrier for the last five places.
+        let asking: Vec<_> = (0..40).map(|_| trip(&sessions)).collect();
+        let barrier = std::sync::Barrier::new(asking.len());
+        let parked = std::thread::scope(|scope| {
+            let threads: Vec<_> = asking
+                .iter()
+                .map(|t| {
+                    let (calls, barrier) = (&calls, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        calls.park(t)
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .filter(|parked| *parked)
+                .count()
+        });
+        assert_eq!(parked, 5);
+        assert_eq!(calls.calls.read_unpoisoned().len(), MAX_PARKED);
+    }
 }

@@ -90,9 +90,10 @@ pub async fn open(
         || Client::unknown().as_str().into(),
         |Extension(c)| c.as_str().into(),
     );
-    if let Err(refusal) = book.admit(&counted_as) {
-        return session_refusal(&refusal, Value::Null);
-    }
+    let place = match book.admit(&counted_as) {
+        Ok(place) => place,
+        Err(refusal) => return session_refusal(&refusal, Value::Null),
+    };
     // The stream is the session: held by its client until it ends.
     let stream = match book.open_stream(&counted_as) {
         Ok(held) => held,
@@ -101,7 +102,7 @@ pub async fn open(
     let id = uuid::Uuid::new_v4().simple().to_string();
     let identity = client.as_ref().and_then(|Extension(c)| c.identity());
     // The stream itself is the session's use: it is not ended as unused.
-    let ended = book.open(&id, Transport::Sse, None, identity.clone(), counted_as);
+    let ended = book.open(place, &id, Transport::Sse, None, identity.clone());
     let _ = book.touch(&id, identity.as_deref(), true);
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);

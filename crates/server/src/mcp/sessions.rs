@@ -127,6 +127,16 @@ pub enum SessionRefusal {
     NotYours,
 }
 
+/// A place in the session table, taken when [`SessionBook::admit`] grants it: counted among
+/// its client's sessions from that moment (so a request still in flight holds it), it becomes
+/// the session's at [`SessionBook::open`] and is given back when dropped unopened (rmcp issued
+/// no session, the request failed or was cancelled).
+#[must_use = "a place is given back when dropped"]
+#[derive(Debug)]
+pub struct SessionPlace {
+    held: Holding,
+}
+
 /// The sessions of one service.
 #[derive(Clone)]
 pub struct SessionBook {
@@ -245,56 +255,66 @@ impl SessionBook {
         chrono::Duration::from_std(self.ttl).unwrap_or(chrono::Duration::MAX)
     }
 
-    /// Room for one more live session of `client`? Refused when the client holds its bound;
-    /// when the table is full, the least recently used session of a client holding more than
-    /// its share (the bound over the clients holding sessions, the asker counted) is ended to
-    /// make room, and refused only when no client holds more.
-    pub fn admit(&self, client: &str) -> Result<(), SessionRefusal> {
-        // The records' lock is held throughout: opens and ends wait for the decision.
+    /// A place for one more live session of `client`, taken now: the decision and the count
+    /// are made under one lock, so of many `initialize` in flight together no more are granted
+    /// than there are places. Refused when the client holds its bound (places granted and not
+    /// yet opened count as held); when the table is full, the least recently used session of
+    /// another client holding more than its share (the bound over the clients holding sessions,
+    /// the asker counted) is ended to make room, and the asker is refused when it holds its
+    /// share already or no other client holds more.
+    pub fn admit(&self, client: &Arc<str>) -> Result<SessionPlace, SessionRefusal> {
+        // The records' lock is held until the place is counted: every admit, open and end
+        // waits for the decision, and the next admit sees this one's place.
         let mut records = self.lock();
         let held: HashMap<Arc<str>, u64> = self.load.sessions_by_client().into_iter().collect();
+        let mine = held.get(client).copied().unwrap_or(0);
         // Held here and, with `cluster`, on the other replicas.
         let elsewhere = self
             .cluster
             .as_ref()
             .map_or(0, |c| c.sessions_elsewhere(client));
         // A client's bound as large as the table is the table's (refused below, 503).
-        if self.max_per_client < self.max
-            && held.get(client).copied().unwrap_or(0) + elsewhere >= self.max_per_client
-        {
+        if self.max_per_client < self.max && mine + elsewhere >= self.max_per_client {
             self.refused(client, "sessions_per_client");
             return Err(SessionRefusal::TooManyOfClient(self.max_per_client));
         }
         let live: u64 = held.values().sum();
-        if live < self.max {
-            return Ok(());
+        if live >= self.max {
+            let clients = held.len() as u64 + u64::from(mine == 0);
+            let share = self.max.div_ceil(clients).max(1);
+            // A client at its share makes room for nobody, least of all for itself: a flood
+            // from one client is refused, not turned into churn of its own sessions.
+            let over: std::collections::HashSet<&Arc<str>> = held
+                .iter()
+                .filter(|(c, n)| **n > share && *c != client)
+                .map(|(c, _)| c)
+                .collect();
+            let victim = (mine < share)
+                .then(|| {
+                    records
+                        .values()
+                        .filter(|r| r.state.is_live() && over.contains(&r.client))
+                        .min_by_key(|r| r.last_activity_at)
+                        .map(|r| r.session_id.clone())
+                })
+                .flatten();
+            let Some(victim) = victim.and_then(|id| records.get_mut(&id)) else {
+                self.refused(client, "sessions");
+                return Err(SessionRefusal::TooMany(self.max));
+            };
+            victim.state = SessionState::Evicted;
+            victim.held = None;
+            victim.ended.cancel();
+            log(victim);
+            self.shared(victim);
+            self.counted_end(victim.transport);
+            if let Some(metrics) = &self.metrics {
+                metrics.session_ended_early("evicted");
+            }
         }
-        let clients = held.len() as u64 + u64::from(!held.contains_key(client));
-        let share = self.max.div_ceil(clients).max(1);
-        let over: std::collections::HashSet<&Arc<str>> = held
-            .iter()
-            .filter(|(_, n)| **n > share)
-            .map(|(c, _)| c)
-            .collect();
-        let victim = records
-            .values()
-            .filter(|r| r.state.is_live() && over.contains(&r.client))
-            .min_by_key(|r| r.last_activity_at)
-            .map(|r| r.session_id.clone());
-        let Some(victim) = victim.and_then(|id| records.get_mut(&id)) else {
-            self.refused(client, "sessions");
-            return Err(SessionRefusal::TooMany(self.max));
-        };
-        victim.state = SessionState::Evicted;
-        victim.held = None;
-        victim.ended.cancel();
-        log(victim);
-        self.shared(victim);
-        self.counted_end(victim.transport);
-        if let Some(metrics) = &self.metrics {
-            metrics.session_ended_early("evicted");
-        }
-        Ok(())
+        Ok(SessionPlace {
+            held: self.load.session(client),
+        })
     }
 
     /// Counts a refusal, and logs it once per client and bound a minute (a flood is one line).
@@ -337,15 +357,15 @@ impl SessionBook {
         top
     }
 
-    /// Records a new session (state `created`); its `ended` token tells the transport when the
-    /// book ends it.
+    /// Records a new session (state `created`) in the place [`admit`](Self::admit) granted;
+    /// its `ended` token tells the transport when the book ends it.
     pub fn open(
         &self,
+        place: SessionPlace,
         session_id: &str,
         transport: Transport,
         client: Option<(String, String)>,
         owner: Option<String>,
-        counted_as: Arc<str>,
     ) -> CancellationToken {
         let now = Utc::now();
         let (client_name, client_version) = client.unzip();
@@ -359,8 +379,8 @@ impl SessionBook {
             last_activity_at: now,
             expires_at: now + self.ttl(),
             owner,
-            held: Some(Arc::new(self.load.session(&counted_as))),
-            client: counted_as,
+            client: place.held.client().clone(),
+            held: Some(Arc::new(place.held)),
             used: false,
             ended: CancellationToken::new(),
         };
@@ -562,10 +582,21 @@ mod tests {
         SessionBook::new(Duration::from_secs(60), max, Arc::default())
     }
 
+    /// A session of `client` opened in the place the book grants it.
+    fn opened(
+        book: &SessionBook,
+        id: &str,
+        transport: Transport,
+        client: &str,
+    ) -> CancellationToken {
+        let place = book.admit(&client.into()).expect("a place");
+        book.open(place, id, transport, None, None)
+    }
+
     #[test]
     fn a_session_goes_created_initialized_closed() {
         let book = book(5);
-        let ended = book.open("s1", Transport::StreamableHttp, None, None, "c".into());
+        let ended = opened(&book, "s1", Transport::StreamableHttp, "c");
         assert_eq!(book.touch("s1", None, true), Ok(SessionState::Created));
         book.set_client("s1", "claude".into(), "1.2".into());
         book.initialized("s1");
@@ -586,8 +617,8 @@ mod tests {
     #[test]
     fn idle_sessions_expire_and_are_forgotten_one_ttl_later() {
         let book = book(5);
-        let ended = book.open("s1", Transport::Sse, None, None, "c".into());
-        book.open("s2", Transport::Sse, None, None, "c".into());
+        let ended = opened(&book, "s1", Transport::Sse, "c");
+        opened(&book, "s2", Transport::Sse, "c");
         book.touch("s1", None, true).unwrap();
         let later = Utc::now() + chrono::Duration::seconds(61);
         // s2 was active just before the sweep; s1 was not.
@@ -615,11 +646,14 @@ mod tests {
     #[test]
     fn only_live_sessions_count_against_the_bound() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None, None, "x".into());
-        book.open("b", Transport::Sse, None, None, "y".into());
-        assert_eq!(book.admit("c"), Err(SessionRefusal::TooMany(2)));
+        opened(&book, "a", Transport::StreamableHttp, "x");
+        opened(&book, "b", Transport::Sse, "y");
+        assert_eq!(
+            book.admit(&"c".into()).map(drop),
+            Err(SessionRefusal::TooMany(2))
+        );
         book.close("a");
-        assert_eq!(book.admit("c"), Ok(()));
+        assert_eq!(book.admit(&"c".into()).map(drop), Ok(()));
     }
 
     #[test]
@@ -635,9 +669,9 @@ mod tests {
                 .find_map(|l| l.strip_prefix(wanted.as_str())?.parse::<f64>().ok())
                 .unwrap_or_else(|| panic!("{wanted}:\n{text}"))
         };
-        book.open("a", Transport::StreamableHttp, None, None, "c".into());
-        book.open("b", Transport::StreamableHttp, None, None, "c".into());
-        book.open("c", Transport::Sse, None, None, "c".into());
+        opened(&book, "a", Transport::StreamableHttp, "c");
+        opened(&book, "b", Transport::StreamableHttp, "c");
+        opened(&book, "c", Transport::Sse, "c");
         assert_eq!((live("streamable-http"), live("sse")), (2.0, 1.0));
         book.close("a");
         book.close("a");
@@ -663,12 +697,19 @@ mod tests {
     #[test]
     fn one_client_is_refused_past_its_bound_and_others_are_not() {
         let book = book(10).with_client_bounds(2, Duration::from_secs(60));
-        book.open("a1", Transport::StreamableHttp, None, None, "a".into());
-        book.open("a2", Transport::Sse, None, None, "a".into());
-        assert_eq!(book.admit("a"), Err(SessionRefusal::TooManyOfClient(2)));
-        assert_eq!(book.admit("b"), Ok(()));
+        opened(&book, "a1", Transport::StreamableHttp, "a");
+        opened(&book, "a2", Transport::Sse, "a");
+        assert_eq!(
+            book.admit(&"a".into()).map(drop),
+            Err(SessionRefusal::TooManyOfClient(2))
+        );
+        assert_eq!(book.admit(&"b".into()).map(drop), Ok(()));
         book.close("a1");
-        assert_eq!(book.admit("a"), Ok(()), "an ended session frees its place");
+        assert_eq!(
+            book.admit(&"a".into()).map(drop),
+            Ok(()),
+            "an ended session frees its place"
+        );
         assert_eq!(
             book.top_clients(5),
             vec![(Arc::from("a"), 1)],
@@ -680,37 +721,184 @@ mod tests {
     fn a_full_table_makes_room_by_ending_the_oldest_session_of_a_client_over_its_share() {
         let book = book(4).with_client_bounds(4, Duration::from_secs(60));
         for id in ["a1", "a2", "a3"] {
-            book.open(id, Transport::StreamableHttp, None, None, "a".into());
+            opened(&book, id, Transport::StreamableHttp, "a");
         }
-        book.open("b1", Transport::StreamableHttp, None, None, "b".into());
+        opened(&book, "b1", Transport::StreamableHttp, "b");
         // a1 is a's least recently used: a2 and a3 were used since.
         for id in ["a2", "a3"] {
             book.lock().get_mut(id).unwrap().last_activity_at += chrono::Duration::seconds(5);
         }
         let ended = book.get("a1").unwrap().ended;
         // Three clients then (a, b and c, the asker): a share is 2 of 4; a holds 3.
-        assert_eq!(book.admit("c"), Ok(()));
+        assert_eq!(book.admit(&"c".into()).map(drop), Ok(()));
         assert!(ended.is_cancelled());
         assert_eq!(
             book.touch("a1", None, true),
             Err(SessionRefusal::Evicted("a1".into()))
         );
         assert_eq!(book.touch("a2", None, true), Ok(SessionState::Created));
-        book.open("c1", Transport::StreamableHttp, None, None, "c".into());
+        opened(&book, "c1", Transport::StreamableHttp, "c");
         // Full again: a fourth client makes a share 1 of 4, and a holds 2.
-        assert_eq!(book.admit("d"), Ok(()));
+        assert_eq!(book.admit(&"d".into()).map(drop), Ok(()));
         assert_eq!(book.top_clients(1)[0].1, 1, "a lost one more");
-        book.open("d1", Transport::StreamableHttp, None, None, "d".into());
+        opened(&book, "d1", Transport::StreamableHttp, "d");
         // Full, one each: nobody holds more than a share, so nobody is ended.
-        assert_eq!(book.admit("e"), Err(SessionRefusal::TooMany(4)));
-        assert_eq!(book.admit("a"), Err(SessionRefusal::TooMany(4)));
+        assert_eq!(
+            book.admit(&"e".into()).map(drop),
+            Err(SessionRefusal::TooMany(4))
+        );
+        assert_eq!(
+            book.admit(&"a".into()).map(drop),
+            Err(SessionRefusal::TooMany(4))
+        );
+    }
+
+    /// `n` threads released at one barrier, each asking `book` for a place for its client:
+    /// the places granted (kept, as a handshake in flight keeps its place) and the refusals.
+    fn admitted_together(
+        book: &SessionBook,
+        clients: &[&str],
+    ) -> (Vec<SessionPlace>, Vec<SessionRefusal>) {
+        let barrier = std::sync::Barrier::new(clients.len());
+        let answers: Vec<Result<SessionPlace, SessionRefusal>> = std::thread::scope(|scope| {
+            let asking: Vec<_> = clients
+                .iter()
+                .map(|client| {
+                    let (book, barrier) = (book.clone(), &barrier);
+                    let client: Arc<str> = (*client).into();
+                    scope.spawn(move || {
+                        barrier.wait();
+                        book.admit(&client)
+                    })
+                })
+                .collect();
+            asking.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut places = Vec::new();
+        let mut refusals = Vec::new();
+        for answer in answers {
+            match answer {
+                Ok(place) => places.push(place),
+                Err(refusal) => refusals.push(refusal),
+            }
+        }
+        (places, refusals)
+    }
+
+    #[test]
+    fn places_asked_for_together_never_pass_a_client_s_bound() {
+        let book = book(1000).with_client_bounds(100, Duration::from_secs(60));
+        for i in 0..99 {
+            opened(&book, &format!("s{i}"), Transport::StreamableHttp, "c");
+        }
+        // 40 handshakes at one instant from a client one short of its bound: one gets in.
+        let (places, refusals) = admitted_together(&book, &["c"; 40]);
+        assert_eq!(places.len(), 1);
+        assert!(
+            refusals
+                .iter()
+                .all(|r| *r == SessionRefusal::TooManyOfClient(100))
+        );
+        assert_eq!(
+            book.load.of("c").sessions,
+            100,
+            "the place is held before it opens"
+        );
+        // A place given back unopened (rmcp issued no session) is free again.
+        drop(places);
+        assert_eq!(book.load.of("c").sessions, 99);
+        let (places, _) = admitted_together(&book, &["c"; 8]);
+        assert_eq!(places.len(), 1);
+    }
+
+    #[test]
+    fn places_asked_for_together_never_pass_the_table() {
+        let book = book(40).with_client_bounds(40, Duration::from_secs(60));
+        for (client, n) in [("a", 10), ("b", 10), ("c", 10), ("d", 9)] {
+            for i in 0..n {
+                opened(
+                    &book,
+                    &format!("{client}{i}"),
+                    Transport::StreamableHttp,
+                    client,
+                );
+            }
+        }
+        let live = |book: &SessionBook| -> u64 {
+            book.load.sessions_by_client().iter().map(|(_, n)| n).sum()
+        };
+        let evicted = |book: &SessionBook| {
+            book.lock()
+                .values()
+                .filter(|r| r.state == SessionState::Evicted)
+                .count()
+        };
+        // The last place, asked for 30 times at once by the four clients: one gets it, and
+        // any other only by ending the session of a client that came to hold more than its
+        // share meanwhile.
+        let askers: Vec<&str> = ["a", "b", "c", "d"].into_iter().cycle().take(30).collect();
+        let (places, refusals) = admitted_together(&book, &askers);
+        assert_eq!(places.len(), 1 + evicted(&book), "{refusals:?}");
+        assert!(places.len() <= 2);
+        assert_eq!(live(&book), 40);
+        // A fifth client, 30 times at once: each place it gets is made by ending another
+        // client's session, so the table stays full and never passes its bound.
+        let (places_of_e, _) = admitted_together(&book, &["e"; 30]);
+        assert!(!places_of_e.is_empty());
+        assert_eq!(live(&book), 40);
+        drop((places, places_of_e));
+        // One client alone, flooding a table as large as its bound: it fills it and is then
+        // refused, never evicting its own sessions to get in again.
+        let book = book_of(40);
+        let (places, refusals) = admitted_together(&book, &["f"; 60]);
+        assert_eq!((places.len(), refusals.len()), (40, 20));
+        assert!(refusals.iter().all(|r| *r == SessionRefusal::TooMany(40)));
+        for (i, place) in places.into_iter().enumerate() {
+            book.open(
+                place,
+                &format!("f{i}"),
+                Transport::StreamableHttp,
+                None,
+                None,
+            );
+        }
+        assert_eq!(
+            book.admit(&"f".into()).map(drop),
+            Err(SessionRefusal::TooMany(40))
+        );
+        assert!(
+            book.lock().values().all(|r| r.state.is_live()),
+            "none evicted"
+        );
+    }
+
+    fn book_of(max: u64) -> SessionBook {
+        book(max).with_client_bounds(max, Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_client_at_its_share_makes_no_room_for_itself() {
+        let book = book_of(4);
+        for id in ["a1", "a2", "a3"] {
+            opened(&book, id, Transport::StreamableHttp, "a");
+        }
+        opened(&book, "b1", Transport::StreamableHttp, "b");
+        // Two clients: a share is 2; a holds 3, over it, and asks again: refused, not churned.
+        assert_eq!(
+            book.admit(&"a".into()).map(drop),
+            Err(SessionRefusal::TooMany(4))
+        );
+        assert!(book.lock().values().all(|r| r.state.is_live()));
+        // b holds less than its share: room is made from a.
+        assert_eq!(book.admit(&"b".into()).map(drop), Ok(()));
+        assert_eq!(book.get("a1").unwrap().state, SessionState::Evicted);
     }
 
     #[test]
     fn a_session_unused_after_its_handshake_expires_after_the_grace() {
         let book = book(5).with_client_bounds(5, Duration::from_secs(10));
         for id in ["idle", "used", "handshake-only"] {
-            book.open(id, Transport::StreamableHttp, None, None, "c".into());
+            opened(&book, id, Transport::StreamableHttp, "c");
         }
         book.touch("used", None, true).unwrap();
         // notifications/initialized is not a use.
@@ -744,7 +932,7 @@ mod tests {
     #[test]
     fn the_handshake_cannot_be_skipped_or_repeated_after_an_end() {
         let book = book(2);
-        book.open("a", Transport::StreamableHttp, None, None, "c".into());
+        opened(&book, "a", Transport::StreamableHttp, "c");
         book.close("a");
         book.initialized("a");
         assert_eq!(book.get("a").unwrap().state, SessionState::Closed);

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -75,25 +75,137 @@ impl Refusal {
 /// slot, short enough that a retry is not late.
 pub const RETRY_AFTER_SECONDS: u64 = 1;
 
-/// `limit` slots, shared by every call that needs them.
+/// `limit` slots, shared by every call that needs them. A reloaded limit changes the gate in
+/// place, never by a new set of slots beside the old: a raised limit adds slots at once; a
+/// lowered one takes back the free slots and owes the rest, kept back from the calls running
+/// as they end. So however calls and reloads interleave, no more calls hold a slot than the
+/// limit in force, once the calls that held one before it was lowered have ended.
 pub struct Gate {
-    limit: u64,
+    limit: AtomicU64,
     slots: Arc<Semaphore>,
+    /// Slots a lowered limit has still to take back from the calls running.
+    owed: AtomicU64,
+    /// One resize at a time.
+    resizing: Mutex<()>,
+}
+
+fn permits(n: u64) -> usize {
+    usize::try_from(n)
+        .unwrap_or(usize::MAX)
+        .min(Semaphore::MAX_PERMITS)
 }
 
 impl Gate {
-    fn new(limit: u64) -> Arc<Gate> {
-        let permits = usize::try_from(limit)
-            .unwrap_or(usize::MAX)
-            .min(Semaphore::MAX_PERMITS);
+    pub(super) fn new(limit: u64) -> Arc<Gate> {
         Arc::new(Gate {
-            limit,
-            slots: Arc::new(Semaphore::new(permits)),
+            limit: AtomicU64::new(limit),
+            slots: Arc::new(Semaphore::new(permits(limit))),
+            owed: AtomicU64::new(0),
+            resizing: Mutex::new(()),
         })
     }
 
     pub fn limit(&self) -> u64 {
-        self.limit
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// A free slot now, if there is one.
+    pub(super) fn try_take(self: &Arc<Self>) -> Option<GateSlot> {
+        let permit = self.slots.clone().try_acquire_owned().ok()?;
+        Some(self.slot(permit))
+    }
+
+    /// A slot, when one is free.
+    async fn take(self: &Arc<Self>) -> GateSlot {
+        let permit = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("a gate's semaphore is never closed");
+        self.slot(permit)
+    }
+
+    fn slot(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> GateSlot {
+        GateSlot {
+            permit: Some(permit),
+            gate: self.clone(),
+        }
+    }
+
+    /// A slot a call gives back: kept (forgotten) while a lowered limit owes slots, else
+    /// returned to the caller to pass on or let go to the semaphore.
+    pub(super) fn given_back(&self, permit: OwnedSemaphorePermit) -> Option<OwnedSemaphorePermit> {
+        if self
+            .owed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            permit.forget();
+            return None;
+        }
+        Some(permit)
+    }
+
+    /// Applies a reloaded limit in place; calls running keep their slots.
+    pub(super) fn resize(&self, limit: u64) {
+        let _one = self.resizing.write_unpoisoned();
+        let old = self.limit.swap(limit, Ordering::AcqRel);
+        match limit.cmp(&old) {
+            std::cmp::Ordering::Greater => {
+                // What is owed is forgiven first; the rest are new slots.
+                let raised = limit - old;
+                let forgiven = self.pay(raised).min(raised);
+                self.slots.add_permits(permits(raised - forgiven));
+            }
+            std::cmp::Ordering::Less => {
+                // Owed before the free slots are taken, so a slot given back meanwhile is kept
+                // too; what that paid of the debt is not taken twice.
+                let cut = old - limit;
+                self.owed.fetch_add(cut, Ordering::AcqRel);
+                let taken = self.slots.forget_permits(permits(cut)) as u64;
+                let was = self.pay(taken);
+                self.slots.add_permits(permits(taken.saturating_sub(was)));
+            }
+            std::cmp::Ordering::Equal => {}
+        }
+    }
+
+    /// Takes `n` off what is owed (never below nothing); what was owed before.
+    fn pay(&self, n: u64) -> u64 {
+        self.owed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |owed| {
+                Some(owed.saturating_sub(n))
+            })
+            .unwrap_or_default()
+    }
+
+    /// Free slots now (tests).
+    #[cfg(test)]
+    pub(super) fn available(&self) -> usize {
+        self.slots.available_permits()
+    }
+}
+
+/// One slot of a tool's or provider's gate, held by a running call; given back when dropped.
+pub struct GateSlot {
+    permit: Option<OwnedSemaphorePermit>,
+    gate: Arc<Gate>,
+}
+
+impl GateSlot {
+    /// The permit, to hand on to another call (the service's slots, [`FairShare`]).
+    pub(super) fn into_permit(mut self) -> OwnedSemaphorePermit {
+        self.permit.take().expect("a slot holds its permit")
+    }
+}
+
+impl Drop for GateSlot {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            // Dropped: back to the semaphore, unless the gate keeps it.
+            drop(self.gate.given_back(permit));
+        }
     }
 }
 
@@ -114,14 +226,14 @@ pub struct QueueBounds {
 /// The slots a running call holds; dropping it frees them.
 pub struct Admitted {
     /// The tool's and the provider's.
-    _slots: [Option<OwnedSemaphorePermit>; 2],
+    _slots: [Option<GateSlot>; 2],
     _service: Slot,
     /// How long the call waited in the queue.
     pub queued_for: Duration,
 }
 
 pub struct Admission {
-    service: RwLock<Arc<Gate>>,
+    service: Arc<Gate>,
     /// Tool and provider gates by `tool:NAME` / `provider:NAME`.
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     waiting: AtomicU64,
@@ -130,26 +242,24 @@ pub struct Admission {
 
 impl Admission {
     pub fn new(max_concurrent_calls: u64) -> Self {
+        let service = Gate::new(max_concurrent_calls);
         Admission {
-            service: RwLock::new(Gate::new(max_concurrent_calls)),
+            fair: Arc::new(FairShare::new(service.clone())),
+            service,
             gates: Mutex::new(HashMap::new()),
             waiting: AtomicU64::new(0),
-            fair: Arc::default(),
         }
     }
 
     /// Applies a reloaded `max_concurrent_calls`; calls already running keep their slots.
     pub fn set_service_limit(&self, limit: u64) {
-        let mut gate = self.service.write_unpoisoned();
-        if gate.limit != limit {
-            *gate = Gate::new(limit);
-            // A raised limit serves the queue at once.
-            self.fair.dispatch(&gate.slots);
-        }
+        self.service.resize(limit);
+        // A raised limit serves the queue at once.
+        self.fair.dispatch();
     }
 
-    /// The gate of a tool or provider with this limit: the running one when its limit is
-    /// unchanged, else a new one.
+    /// The gate of a tool or provider with this limit: the running one, resized when its
+    /// limit changed.
     pub fn gate(&self, scope: Scope, name: &str, limit: Option<u64>) -> Option<Arc<Gate>> {
         let key = format!("{}:{name}", scope.as_str());
         let mut gates = self.gates.write_unpoisoned();
@@ -157,14 +267,10 @@ impl Admission {
             gates.remove(&key);
             return None;
         };
-        let gate = gates
-            .entry(key)
-            .and_modify(|g| {
-                if g.limit != limit {
-                    *g = Gate::new(limit);
-                }
-            })
-            .or_insert_with(|| Gate::new(limit));
+        let gate = gates.entry(key).or_insert_with(|| Gate::new(limit));
+        if gate.limit() != limit {
+            gate.resize(limit);
+        }
         Some(gate.clone())
     }
 
@@ -181,13 +287,12 @@ impl Admission {
         bounds: QueueBounds,
         client: &Arc<str>,
     ) -> Result<Admitted, Refusal> {
-        let service = self.service.read_unpoisoned().clone();
         let order = [
             (Scope::Tool, gates.tool.clone()),
             (Scope::Provider, gates.provider.clone()),
         ];
         if let Some(slots) = try_all(&order)
-            && let Some(slot) = self.fair.try_slot(&service.slots, client)
+            && let Some(slot) = self.fair.try_slot(client)
         {
             return Ok(Admitted {
                 _slots: slots,
@@ -206,16 +311,15 @@ impl Admission {
         };
         let started = tokio::time::Instant::now();
         let deadline = started + bounds.timeout;
-        let mut slots: [Option<OwnedSemaphorePermit>; 2] = [None, None];
+        let mut slots: [Option<GateSlot>; 2] = [None, None];
         for (i, (scope, gate)) in order.iter().enumerate() {
             let Some(gate) = gate else { continue };
-            match tokio::time::timeout_at(deadline, gate.slots.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => slots[i] = Some(permit),
-                // A gate's semaphore is never closed; treat it as a full one.
-                Ok(Err(_)) | Err(_) => {
+            match tokio::time::timeout_at(deadline, gate.take()).await {
+                Ok(slot) => slots[i] = Some(slot),
+                Err(_) => {
                     return Err(Refusal::Waited {
                         scope: *scope,
-                        limit: gate.limit,
+                        limit: gate.limit(),
                         waited: started.elapsed(),
                     });
                 }
@@ -223,12 +327,12 @@ impl Admission {
         }
         let slot = self
             .fair
-            .slot_by(&service.slots, client, deadline)
+            .slot_by(client, deadline)
             .await
             .map_err(|why| match why {
                 NoSlot::TimedOut => Refusal::Waited {
                     scope: Scope::Service,
-                    limit: service.limit,
+                    limit: self.service.limit(),
                     waited: started.elapsed(),
                 },
                 NoSlot::Yielded => Refusal::Yielded {
@@ -244,11 +348,11 @@ impl Admission {
 }
 
 /// Every slot at once without waiting, or none.
-fn try_all(order: &[(Scope, Option<Arc<Gate>>); 2]) -> Option<[Option<OwnedSemaphorePermit>; 2]> {
-    let mut slots: [Option<OwnedSemaphorePermit>; 2] = [None, None];
+fn try_all(order: &[(Scope, Option<Arc<Gate>>); 2]) -> Option<[Option<GateSlot>; 2]> {
+    let mut slots: [Option<GateSlot>; 2] = [None, None];
     for (i, (_, gate)) in order.iter().enumerate() {
         if let Some(gate) = gate {
-            slots[i] = Some(gate.slots.clone().try_acquire_owned().ok()?);
+            slots[i] = Some(gate.try_take()?);
         }
     }
     Some(slots)
@@ -390,8 +494,9 @@ mod tests {
         let a = admission.gate(Scope::Provider, "p", Some(2)).unwrap();
         let b = admission.gate(Scope::Provider, "p", Some(2)).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
+        // A changed limit resizes the gate in place: no second set of slots beside the first.
         let c = admission.gate(Scope::Provider, "p", Some(3)).unwrap();
-        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(Arc::ptr_eq(&a, &c));
         assert_eq!(c.limit(), 3);
         assert!(admission.gate(Scope::Provider, "p", None).is_none());
     }
@@ -419,6 +524,125 @@ mod tests {
                 .await
                 .is_ok()
         );
+    }
+
+    /// `n` calls released at one barrier on a multi-threaded runtime, each holding its slots
+    /// a moment: the most that ever held them at once, and the refusals.
+    async fn admitted_together(
+        admission: &Arc<Admission>,
+        gates: &CallGates,
+        n: usize,
+    ) -> (u64, Vec<Refusal>) {
+        let barrier = Arc::new(tokio::sync::Barrier::new(n));
+        let (running, most) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let calls: Vec<_> = (0..n)
+            .map(|i| {
+                let (admission, gates, barrier) =
+                    (admission.clone(), gates.clone(), barrier.clone());
+                let (running, most) = (running.clone(), most.clone());
+                let who: Arc<str> = format!("c{}", i % 3).into();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let admitted = admission
+                        .admit(&gates, bounds(n as u64, 10_000), &who)
+                        .await?;
+                    let now = running.fetch_add(1, Ordering::AcqRel) + 1;
+                    most.fetch_max(now, Ordering::AcqRel);
+                    tokio::task::yield_now().await;
+                    running.fetch_sub(1, Ordering::AcqRel);
+                    drop(admitted);
+                    Ok::<(), Refusal>(())
+                })
+            })
+            .collect();
+        let mut refusals = Vec::new();
+        for call in calls {
+            if let Err(refusal) = call.await.unwrap() {
+                refusals.push(refusal);
+            }
+        }
+        (most.load(Ordering::Acquire), refusals)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn calls_admitted_together_never_hold_more_slots_than_a_limit() {
+        for (service, tool) in [(3, None), (8, Some(2))] {
+            let admission = Arc::new(Admission::new(service));
+            let gates = CallGates {
+                tool: admission.gate(Scope::Tool, "t", tool),
+                provider: None,
+            };
+            let (most, refusals) = admitted_together(&admission, &gates, 64).await;
+            assert!(refusals.is_empty(), "{refusals:?}");
+            assert!(most <= tool.unwrap_or(service), "{most} at once");
+            assert_eq!(admission.waiting(), 0);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lowered_limit_takes_back_the_slots_of_the_calls_that_end() {
+        let admission = Arc::new(Admission::new(4));
+        let none = CallGates::default();
+        let mut running = Vec::new();
+        for _ in 0..4 {
+            running.push(
+                admission
+                    .admit(&none, bounds(8, 10_000), &client())
+                    .await
+                    .unwrap(),
+            );
+        }
+        let queued: Vec<_> = (0..4)
+            .map(|_| {
+                let admission = admission.clone();
+                tokio::spawn(async move {
+                    admission
+                        .admit(&CallGates::default(), bounds(8, 10_000), &client())
+                        .await
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        admission.set_service_limit(2);
+        // Four run, the limit is two: the first two slots given back are kept.
+        running.truncate(2);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(
+            queued.iter().all(|q| !q.is_finished()),
+            "none passes the limit"
+        );
+        // Two run now: the next slot given back goes to the line.
+        running.pop();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queued.iter().filter(|q| q.is_finished()).count(), 1);
+        // Raised again: what was owed is forgiven first, the rest is new.
+        admission.set_service_limit(3);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queued.iter().filter(|q| q.is_finished()).count(), 2);
+        // Lowered while all three run (one owed), then raised by one: the debt is forgiven,
+        // no slot added; the next one given back goes to the line.
+        admission.set_service_limit(2);
+        admission.set_service_limit(3);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queued.iter().filter(|q| q.is_finished()).count(), 2);
+        running.pop();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queued.iter().filter(|q| q.is_finished()).count(), 3);
+        // A tool's gate, lowered with its slots taken, the same way.
+        let gate = admission.gate(Scope::Tool, "t", Some(2)).unwrap();
+        let held = [gate.try_take().unwrap(), gate.try_take().unwrap()];
+        let same = admission.gate(Scope::Tool, "t", Some(1)).unwrap();
+        assert!(Arc::ptr_eq(&gate, &same));
+        let [first, second] = held;
+        drop(first);
+        assert!(
+            gate.try_take().is_none(),
+            "the first slot given back is kept"
+        );
+        drop(second);
+        let one = gate.try_take();
+        assert!(one.is_some(), "the next is free");
+        assert!(gate.try_take().is_none(), "one at once");
     }
 
     /// The provider's gate is passed after the tool's: a full provider refuses a call of any

@@ -66,6 +66,13 @@ impl std::fmt::Debug for Holding {
     }
 }
 
+impl Holding {
+    /// Whose it is.
+    pub fn client(&self) -> &Arc<str> {
+        &self.client
+    }
+}
+
 impl Drop for Holding {
     fn drop(&mut self) {
         self.load.give_back(&self.client, self.kind);

@@ -9,14 +9,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use tokio::time::Instant;
 
+use super::admission::Gate;
 use crate::sync::Unpoisoned;
 
 /// Who holds and who waits for the slots of one service.
-#[derive(Default)]
 pub struct FairShare {
+    /// The service's slots (`limits.max_concurrent_calls`).
+    gate: Arc<Gate>,
     state: Mutex<State>,
 }
 
@@ -86,13 +88,21 @@ impl State {
 }
 
 impl FairShare {
-    /// A free slot of `slots` for `client` when one is free and no call waits for one.
-    pub fn try_slot(self: &Arc<Self>, slots: &Arc<Semaphore>, client: &Arc<str>) -> Option<Slot> {
+    /// The sharing of `gate`'s slots.
+    pub fn new(gate: Arc<Gate>) -> Self {
+        FairShare {
+            gate,
+            state: Mutex::default(),
+        }
+    }
+
+    /// A free slot for `client` when one is free and no call waits for one.
+    pub fn try_slot(self: &Arc<Self>, client: &Arc<str>) -> Option<Slot> {
         let mut state = self.state.write_unpoisoned();
         if !state.line.is_empty() {
             return None;
         }
-        let permit = slots.clone().try_acquire_owned().ok()?;
+        let permit = self.gate.try_take()?.into_permit();
         state.hold(client);
         Some(self.slot(permit, client))
     }
@@ -109,11 +119,10 @@ impl FairShare {
     /// comes, until `deadline`.
     pub async fn slot_by(
         self: &Arc<Self>,
-        slots: &Arc<Semaphore>,
         client: &Arc<str>,
         deadline: Instant,
     ) -> Result<Slot, NoSlot> {
-        if let Some(slot) = self.try_slot(slots, client) {
+        if let Some(slot) = self.try_slot(client) {
             return Ok(slot);
         }
         let (give, mut given) = oneshot::channel();
@@ -129,7 +138,7 @@ impl FairShare {
             arrival
         };
         // A slot may have come free between the try and the queueing.
-        self.dispatch(slots);
+        self.dispatch();
         tokio::select! {
             slot = &mut given => slot.map_err(|_| NoSlot::Yielded),
             () = tokio::time::sleep_until(deadline) => {
@@ -142,17 +151,18 @@ impl FairShare {
         }
     }
 
-    /// Gives the free slots of `slots` to the calls waiting, in turn (after a call queued, or
-    /// when the service's limit is raised).
-    pub fn dispatch(self: &Arc<Self>, slots: &Arc<Semaphore>) {
+    /// Gives the free slots to the calls waiting, in turn (after a call queued, or when the
+    /// service's limit is raised).
+    pub fn dispatch(self: &Arc<Self>) {
         loop {
             let mut state = self.state.write_unpoisoned();
             let Some(next) = state.next_in_line() else {
                 return;
             };
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
+            let Some(free) = self.gate.try_take() else {
                 return;
             };
+            let permit = free.into_permit();
             let waiter = state.line.remove(next);
             self.hand_over(&mut state, waiter, permit);
         }
@@ -181,7 +191,9 @@ impl FairShare {
                 }
             }
             let Some(next) = state.next_in_line() else {
-                return; // `permit` drops: back to the semaphore.
+                // Back to the semaphore, unless a lowered limit keeps it.
+                drop(self.gate.given_back(permit));
+                return;
             };
             waiter = state.line.remove(next);
         }
@@ -190,6 +202,10 @@ impl FairShare {
     fn give_back(self: &Arc<Self>, client: &Arc<str>, permit: OwnedSemaphorePermit) {
         let mut state = self.state.write_unpoisoned();
         state.release(client);
+        // A lowered limit keeps the slot: it is not handed on.
+        let Some(permit) = self.gate.given_back(permit) else {
+            return;
+        };
         if let Some(next) = state.next_in_line() {
             let waiter = state.line.remove(next);
             self.hand_over(&mut state, waiter, permit);
@@ -254,21 +270,21 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_client_alone_takes_every_slot_and_then_waits_in_arrival_order() {
-        let share = Arc::new(FairShare::default());
-        let slots = Arc::new(Semaphore::new(2));
+        let slots = Gate::new(2);
+        let share = Arc::new(FairShare::new(slots.clone()));
         let a = client("a");
-        let first = share.slot_by(&slots, &a, later(10)).await.unwrap();
-        let _second = share.slot_by(&slots, &a, later(10)).await.unwrap();
+        let first = share.slot_by(&a, later(10)).await.unwrap();
+        let _second = share.slot_by(&a, later(10)).await.unwrap();
         assert_eq!(share.held_by("a"), 2);
         let third = tokio::spawn({
-            let (share, slots, a) = (share.clone(), slots.clone(), a.clone());
-            async move { share.slot_by(&slots, &a, later(1000)).await }
+            let (share, a) = (share.clone(), a.clone());
+            async move { share.slot_by(&a, later(1000)).await }
         });
         let fourth = tokio::spawn({
-            let (share, slots, a) = (share.clone(), slots.clone(), a.clone());
+            let (share, a) = (share.clone(), a.clone());
             async move {
                 tokio::time::sleep(Duration::from_millis(1)).await;
-                share.slot_by(&slots, &a, later(1000)).await
+                share.slot_by(&a, later(1000)).await
             }
         });
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -281,22 +297,22 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_freed_slot_goes_to_the_waiting_client_holding_fewest() {
-        let share = Arc::new(FairShare::default());
-        let slots = Arc::new(Semaphore::new(2));
+        let slots = Gate::new(2);
+        let share = Arc::new(FairShare::new(slots.clone()));
         let (flood, quiet) = (client("flood"), client("quiet"));
         let held = [
-            share.slot_by(&slots, &flood, later(10)).await.unwrap(),
-            share.slot_by(&slots, &flood, later(10)).await.unwrap(),
+            share.slot_by(&flood, later(10)).await.unwrap(),
+            share.slot_by(&flood, later(10)).await.unwrap(),
         ];
         // The flood queues first, then the quiet client.
         let flood_waits = tokio::spawn({
-            let (share, slots, flood) = (share.clone(), slots.clone(), flood.clone());
-            async move { share.slot_by(&slots, &flood, later(1000)).await }
+            let (share, flood) = (share.clone(), flood.clone());
+            async move { share.slot_by(&flood, later(1000)).await }
         });
         tokio::time::sleep(Duration::from_millis(1)).await;
         let quiet_waits = tokio::spawn({
-            let (share, slots, quiet) = (share.clone(), slots.clone(), quiet.clone());
-            async move { share.slot_by(&slots, &quiet, later(1000)).await }
+            let (share, quiet) = (share.clone(), quiet.clone());
+            async move { share.slot_by(&quiet, later(1000)).await }
         });
         tokio::time::sleep(Duration::from_millis(1)).await;
         let [one, _two] = held;
@@ -314,35 +330,31 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_past_its_deadline_ends_and_leaves_the_line() {
-        let share = Arc::new(FairShare::default());
-        let slots = Arc::new(Semaphore::new(1));
+        let slots = Gate::new(1);
+        let share = Arc::new(FairShare::new(slots.clone()));
         let a = client("a");
-        let held = share.slot_by(&slots, &a, later(10)).await.unwrap();
+        let held = share.slot_by(&a, later(10)).await.unwrap();
         assert_eq!(
-            share.slot_by(&slots, &a, later(50)).await.err(),
+            share.slot_by(&a, later(50)).await.err(),
             Some(NoSlot::TimedOut)
         );
         assert!(share.state.read_unpoisoned().line.is_empty());
         drop(held);
-        assert_eq!(
-            slots.available_permits(),
-            1,
-            "back to the semaphore: nobody waits"
-        );
+        assert_eq!(slots.available(), 1, "back to the semaphore: nobody waits");
         assert_eq!(share.held_by("a"), 0);
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_client_waiting_most_gives_a_place_and_a_client_alone_never_does() {
-        let share = Arc::new(FairShare::default());
-        let slots = Arc::new(Semaphore::new(1));
+        let slots = Gate::new(1);
+        let share = Arc::new(FairShare::new(slots.clone()));
         let (flood, quiet) = (client("flood"), client("quiet"));
-        let _held = share.slot_by(&slots, &flood, later(10)).await.unwrap();
+        let _held = share.slot_by(&flood, later(10)).await.unwrap();
         let mut waits = Vec::new();
         for _ in 0..3 {
-            let (share, slots, flood) = (share.clone(), slots.clone(), flood.clone());
+            let (share, flood) = (share.clone(), flood.clone());
             waits.push(tokio::spawn(async move {
-                share.slot_by(&slots, &flood, later(1000)).await.map(|_| ())
+                share.slot_by(&flood, later(1000)).await.map(|_| ())
             }));
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -363,20 +375,20 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_raised_limit_serves_the_line_at_once() {
-        let share = Arc::new(FairShare::default());
-        let old = Arc::new(Semaphore::new(1));
+        let old = Gate::new(1);
+        let share = Arc::new(FairShare::new(old.clone()));
         let a = client("a");
-        let _held = share.slot_by(&old, &a, later(10)).await.unwrap();
+        let _held = share.slot_by(&a, later(10)).await.unwrap();
         let waiting = tokio::spawn({
-            let (share, old, a) = (share.clone(), old.clone(), a.clone());
-            async move { share.slot_by(&old, &a, later(1000)).await }
+            let (share, a) = (share.clone(), a.clone());
+            async move { share.slot_by(&a, later(1000)).await }
         });
         tokio::time::sleep(Duration::from_millis(1)).await;
-        let raised = Arc::new(Semaphore::new(2));
-        share.dispatch(&raised);
+        old.resize(2);
+        share.dispatch();
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert!(waiting.is_finished());
         let _given = waiting.await.unwrap().unwrap();
-        assert_eq!(raised.available_permits(), 1);
+        assert_eq!(old.available(), 0);
     }
 }

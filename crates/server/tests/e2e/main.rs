@@ -8,6 +8,7 @@ mod bounded_inputs;
 mod child_env;
 mod client_bounds;
 mod code_graph_index;
+mod concurrent_bounds;
 mod config_cli;
 mod conformance_runs;
 mod cypher_provider;

@@ -437,6 +437,34 @@ mod tests {
     }
 
     #[test]
+    fn results_kept_together_never_pass_the_bounds() {
+        for (max_entries, max_bytes) in [(5, 1 << 20), (100, 300)] {
+            let cache = cache(max_entries, max_bytes);
+            let barrier = std::sync::Barrier::new(32);
+            std::thread::scope(|scope| {
+                for t in 0..32u64 {
+                    let (cache, barrier) = (&cache, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        for i in 0..20u64 {
+                            let key = call_key("t", &json!({"t": t, "i": i}), 0, None);
+                            cache.keep(key, result(i), Duration::from_secs(60));
+                            let (entries, bytes) = cache.size();
+                            assert!(entries <= max_entries && bytes <= max_bytes);
+                        }
+                    });
+                }
+            });
+            let (entries, bytes) = cache.size();
+            assert!(
+                entries <= max_entries && bytes <= max_bytes,
+                "{entries}, {bytes}"
+            );
+            assert!(entries > 0);
+        }
+    }
+
+    #[test]
     fn the_oldest_go_first_when_a_bound_is_reached() {
         let cache = cache(3, 1 << 20);
         let keys: Vec<CallKey> = (0..5)

@@ -162,6 +162,17 @@ impl TaskSnapshot {
 pub struct TaskBook(Mutex<HashMap<String, Arc<Task>>>);
 
 impl TaskBook {
+    /// Enters `task` when the book holds fewer than [`MAX_TASKS`]; the count and the entry
+    /// under one lock, so tasks started together never pass the bound.
+    fn enter(&self, task: &Arc<Task>) -> bool {
+        let mut book = self.0.write_unpoisoned();
+        if book.len() >= MAX_TASKS {
+            return false;
+        }
+        book.insert(task.id.clone(), task.clone());
+        true
+    }
+
     /// Forgets the tasks that ended longer than [`KEPT_AFTER_END`] ago.
     fn sweep(&self) {
         self.0.write_unpoisoned().retain(|_, task| {
@@ -226,21 +237,17 @@ impl Service {
             cancel: CancellationToken::new(),
             ended: tokio::sync::watch::channel(false).0,
         });
-        {
-            let mut book = self.tasks.0.write_unpoisoned();
-            if book.len() >= MAX_TASKS {
-                let retry_after = KEPT_AFTER_END.as_secs();
-                let mut refused = CallFailure::new(
-                    ErrorCode::ServiceUnavailable,
-                    format!(
-                        "Service '{}' holds {MAX_TASKS} tasks already; retry after {retry_after} s, or call without Prefer: respond-async",
-                        self.name
-                    ),
-                );
-                refused.retry_after = Some(retry_after);
-                return Err(refused);
-            }
-            book.insert(task.id.clone(), task.clone());
+        if !self.tasks.enter(&task) {
+            let retry_after = KEPT_AFTER_END.as_secs();
+            let mut refused = CallFailure::new(
+                ErrorCode::ServiceUnavailable,
+                format!(
+                    "Service '{}' holds {MAX_TASKS} tasks already; retry after {retry_after} s, or call without Prefer: respond-async",
+                    self.name
+                ),
+            );
+            refused.retry_after = Some(retry_after);
+            return Err(refused);
         }
         self.record_task(&task);
         let service = self.clone();
@@ -389,6 +396,36 @@ mod tests {
         book.sweep();
         let left: Vec<String> = book.0.read_unpoisoned().keys().cloned().collect();
         assert_eq!(left, vec![working.id.clone()]);
+    }
+
+    #[test]
+    fn tasks_started_together_never_pass_the_bound() {
+        let book = TaskBook::default();
+        for _ in 0..MAX_TASKS - 3 {
+            assert!(book.enter(&task("a")));
+        }
+        // 40 tasks at one barrier for the last three places.
+        let asking: Vec<Arc<Task>> = (0..40).map(|_| task("b")).collect();
+        let barrier = std::sync::Barrier::new(asking.len());
+        let entered = std::thread::scope(|scope| {
+            let threads: Vec<_> = asking
+                .iter()
+                .map(|t| {
+                    let (book, barrier) = (&book, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        book.enter(t)
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .filter(|entered| *entered)
+                .count()
+        });
+        assert_eq!(entered, 3);
+        assert_eq!(book.0.read_unpoisoned().len(), MAX_TASKS);
     }
 
     /// A cancel another replica sent on acts for the client it names (this replica sees the
