@@ -149,7 +149,13 @@ pub struct HealthResponse {
     pub queued_calls: u64,
     /// Each dependency by name (for `mcp` providers, the provider's name), as last checked.
     pub dependencies: BTreeMap<String, DependencyStatus>,
-    /// Each tool the service lists, by name.
+    /// How many tools the service lists, those the caller may not see among them.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub tool_count: u64,
+    /// Each tool the service lists that the caller may see, by name: every one while the
+    /// service asks for no credentials; with API keys or OAuth on, those the caller's key or
+    /// token may call (none without credentials, on a public `/health`).
     #[serde(default)]
     pub tools: BTreeMap<String, ToolHealth>,
     /// Tool names that more than one provider offers (or one provider twice, after renaming),

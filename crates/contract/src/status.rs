@@ -40,7 +40,11 @@ pub struct StatusReport {
     /// The state shared with the other replicas through Redis; `null` when the service runs
     /// alone.
     pub cluster: Option<ClusterReport>,
-    /// Every tool the service lists, sorted by name.
+    /// How many tools the service lists, those the caller may not see among them.
+    #[schema(minimum = 0)]
+    pub tool_count: u64,
+    /// Every tool the service lists that the caller may see (with API keys or OAuth on, those
+    /// its key or token may call), sorted by name.
     pub tools: Vec<StatusTool>,
     pub timeline: StatusTimeline,
 }
@@ -96,7 +100,7 @@ pub struct StatusTimeline {
     pub active_calls: Vec<u64>,
     /// Calls refused (admission, rate limit, open circuit) per second since the sample before.
     pub refusals_per_s: Vec<f64>,
-    /// Each tool listed now, by name.
+    /// Each tool listed now that the caller may see, by name.
     pub tools: BTreeMap<String, StatusToolSeries>,
 }
 

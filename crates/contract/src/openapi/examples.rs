@@ -72,6 +72,7 @@ fn example_health(status: HealthStatus, state: &str, dep: DependencyStatus) -> H
         active_calls: 0,
         queued_calls: 0,
         dependencies: BTreeMap::from([("docs".to_owned(), dep)]),
+        tool_count: 1,
         tools: BTreeMap::from([("search_docs".to_owned(), tool)]),
         conflicts: Vec::new(),
         providers: BTreeMap::from([("docs".to_owned(), ProviderReport::new("mcp", true, None))]),
@@ -105,6 +106,7 @@ fn status_example() -> crate::StatusReport {
         dependencies: health.dependencies,
         providers: health.providers,
         cluster: None,
+        tool_count: 1,
         tools: vec![crate::StatusTool {
             name: "search_docs".into(),
             provider: "docs".into(),

@@ -214,7 +214,9 @@ pub(super) const OPERATIONS: &[Operation] = &[
             same report in `meta.health` while initializing or shutting down, or when no tool can \
             run. Answered at once from the last background checks (`checked_at` says when each \
             was made). Never rate limited; needs no API key while it is in `security.public_routes` \
-            (the default).",
+            (the default). With API keys or OAuth on, `tools` names only the tools the caller's \
+            key or token may call, and none for a caller without credentials; `tool_count` counts \
+            them all.",
         success: "HealthEnvelope",
         errors: &[
             ErrorCode::InvalidRequest,
@@ -234,7 +236,8 @@ pub(super) const OPERATIONS: &[Operation] = &[
             when `monitoring.metrics_enabled` is on; while it is off, 404 NOT_FOUND as for an \
             unknown route. Never rate limited, answered while initializing or shutting down; \
             requires an API key when keys are required (unless listed in \
-            `security.public_routes`). Not an envelope: with GET /status's page, \
+            `security.public_routes`). The series name every tool, so a key or token limited \
+            to some tools gets 403 FORBIDDEN. Not an envelope: with GET /status's page, \
             the only success bodies of the contract that are not.",
         success: "",
         errors: &[
@@ -282,7 +285,8 @@ pub(super) const OPERATIONS: &[Operation] = &[
             queue depth, the calls running, refusals per second and, per tool listed now, calls \
             and errors per second and the p95 latency. No argument value, error message or \
             secret. The same access rules as the other routes: an API key or token when keys \
-            or OAuth are on, and the rate limit.",
+            or OAuth are on, and the rate limit; the tools are those the key or token may call \
+            (`tool_count` counts them all).",
         success: "StatusEnvelope",
         errors: LIST_ERRORS,
     },

@@ -329,7 +329,7 @@
       renderDependencies(data.dependencies || {});
       renderProviders(data.providers || {});
       renderCluster(data.cluster);
-      renderTools(data.tools || []);
+      renderTools(data.tools || [], data.tool_count);
       renderCharts(data);
     } catch (bug) {
       var error = new Error('could not show the report: ' + bug.message);
@@ -559,7 +559,7 @@
     return box;
   }
 
-  function renderTools(tools) {
+  function renderTools(tools, total) {
     var list = Array.isArray(tools) ? tools.slice() : Object.keys(tools).map(function (name) {
       var t = tools[name] || {};
       return Object.assign({ name: name }, t);
@@ -587,13 +587,18 @@
     });
     clear(tbody);
     tbody.appendChild(rows);
+    // With keys or OAuth on, the report names only the tools the key may call.
+    var hidden = typeof total === 'number' && total > list.length ? total - list.length : 0;
     var caption = list.length + (list.length === 1 ? ' tool' : ' tools')
+      + (hidden ? ' of ' + total + ' (the others are outside your key\'s scope)' : '')
       + (filter ? ', ' + shown + ' shown' : '')
       + ': calls since the start; error rate, p50 and p95 over the last 5 minutes';
     $('tools-caption').textContent = caption;
     $('tools-empty').hidden = !(list.length && filter && !shown);
     if (!list.length) {
-      $('tools-empty').textContent = 'This service serves no tools now.';
+      $('tools-empty').textContent = hidden
+        ? 'This service serves ' + total + ' tools, none of them within your key\'s scope.'
+        : 'This service serves no tools now.';
       $('tools-empty').hidden = false;
     } else {
       $('tools-empty').textContent = 'No tool matches the filter.';
@@ -601,7 +606,7 @@
   }
 
   function onFilter() {
-    if (state.last) renderTools(state.last.tools || []);
+    if (state.last) renderTools(state.last.tools || [], state.last.tool_count);
   }
 
   // ---- charts -------------------------------------------------------------------------------

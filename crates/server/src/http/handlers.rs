@@ -16,6 +16,7 @@ use super::reply::{ArgumentsBody, JsonBody, Reply};
 use super::request_id::RequestId;
 use crate::provider::JsonObject;
 use crate::service::rate_limit::Client;
+use crate::service::visibility::ToolSight;
 use crate::service::{self, CallFailure, CallRequest, CatalogRequest, Service, TaskRequest};
 use crate::telemetry::TraceContext;
 
@@ -373,8 +374,13 @@ pub async fn get_prompt(
     }
 }
 
-pub async fn health(State(service): State<Arc<Service>>) -> Reply {
-    let report = service.health();
+pub async fn health(
+    State(service): State<Arc<Service>>,
+    client: Option<axum::Extension<Client>>,
+) -> Reply {
+    let settings = service.settings();
+    let sight = ToolSight::of(&settings, client.as_deref());
+    let report = sight.health(service.health());
     if report.status == HealthStatus::Unavailable {
         let message = if report.state == "UNAVAILABLE" {
             "Service is unavailable: no tool can run (see meta.health)".to_owned()
@@ -397,9 +403,30 @@ pub async fn health(State(service): State<Arc<Service>>) -> Reply {
 
 /// GET /metrics: the service's series in the Prometheus text format, or the 404 of an unknown
 /// route while `monitoring.metrics_enabled` is off.
-pub async fn metrics(State(service): State<Arc<Service>>, method: Method, uri: Uri) -> Response {
-    if !service.settings().config.monitoring.metrics_enabled {
+pub async fn metrics(
+    State(service): State<Arc<Service>>,
+    client: Option<axum::Extension<Client>>,
+    method: Method,
+    uri: Uri,
+) -> Response {
+    let settings = service.settings();
+    if !settings.config.monitoring.metrics_enabled {
         return not_found(method, uri).await.into_response();
+    }
+    // The series name every tool: a key or token limited to some cannot read them. A caller
+    // without credentials reaches them only where the operator made /metrics public.
+    if let Some(client) = client.as_deref()
+        && client.identity().is_some()
+        && !ToolSight::of(&settings, Some(client)).sees_all()
+    {
+        return Reply::error(
+            ErrorCode::Forbidden,
+            format!(
+                "The metrics name every tool; '{}' may use only some of them (its tools or deny_tools, or its token's scopes): read them with a key that may use every tool",
+                client.as_str()
+            ),
+        )
+        .into_response();
     }
     let text = service.metrics_text();
     (

@@ -19,6 +19,7 @@ use super::around::Around;
 use super::handlers::not_found;
 use super::reply::Reply;
 use crate::service::Service;
+use crate::service::visibility::ToolSight;
 
 pub const PAGE: &str = "/status";
 pub const DATA: &str = "/status/data";
@@ -97,9 +98,15 @@ pub async fn trailing_slash() -> Response {
         .into_response()
 }
 
-/// GET /status/data: the service's report in the envelope.
-pub async fn data(State(service): State<Arc<Service>>) -> Reply {
-    Reply::ok(serde_json::to_value(service.status_report()).unwrap_or(Value::Null))
+/// GET /status/data: the service's report in the envelope, with the tools the caller may see.
+pub async fn data(
+    State(service): State<Arc<Service>>,
+    client: Option<axum::Extension<crate::service::client::Client>>,
+) -> Reply {
+    let settings = service.settings();
+    let sight = ToolSight::of(&settings, client.as_deref());
+    let report = sight.status(service.status_report());
+    Reply::ok(serde_json::to_value(report).unwrap_or(Value::Null))
 }
 
 /// Which `/status*` answer a request gets the headers of.

@@ -157,6 +157,11 @@ impl Client {
     }
 
     /// Whether this client may see and call `tool`.
+    /// Whether no scope narrows the tools it may use.
+    pub fn is_unscoped(&self) -> bool {
+        self.scope.is_none()
+    }
+
     pub fn may_use(&self, tool: &str) -> bool {
         self.scope.as_ref().is_none_or(|s| s.allows(tool))
     }

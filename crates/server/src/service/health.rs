@@ -167,6 +167,7 @@ impl Service {
             active_calls: self.active_calls.load(Ordering::Acquire),
             queued_calls: self.admission.waiting(),
             dependencies,
+            tool_count: tools.len() as u64,
             tools,
             conflicts,
             providers,

@@ -30,6 +30,7 @@ pub mod tasks;
 mod timeline;
 mod toolset;
 mod uri_template;
+pub mod visibility;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};

@@ -57,6 +57,7 @@ impl Service {
             dependencies: health.dependencies,
             providers: health.providers,
             cluster: health.cluster,
+            tool_count: health.tool_count,
             tools,
             timeline: self.timeline.report(),
         }

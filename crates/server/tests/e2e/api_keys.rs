@@ -36,12 +36,22 @@ async fn start_keyed(name: &str, extra_security: &str) -> Gateway {
     gw
 }
 
-async fn get_as(gw: &Gateway, path: &str, key: Option<&str>) -> Answer {
-    let mut request = reqwest::Client::new().get(gw.url(path));
-    if let Some(key) = key {
-        request = request.header("x-api-key", key);
+fn get_request(gw: &Gateway, path: &str, key: Option<&str>) -> reqwest::RequestBuilder {
+    let request = reqwest::Client::new().get(gw.url(path));
+    match key {
+        Some(key) => request.header("x-api-key", key),
+        None => request,
     }
-    Answer::from(request.send().await.unwrap()).await
+}
+
+async fn get_as(gw: &Gateway, path: &str, key: Option<&str>) -> Answer {
+    Answer::from(get_request(gw, path, key).send().await.unwrap()).await
+}
+
+/// The body of `GET path` with `key`, as text.
+async fn text_as(gw: &Gateway, path: &str, key: Option<&str>) -> String {
+    let answer = get_request(gw, path, key).send().await.unwrap();
+    answer.text().await.unwrap()
 }
 
 async fn call_as(gw: &Gateway, key: &str, tool: &str, arguments: Value) -> Answer {
@@ -419,4 +429,66 @@ async fn the_older_form_still_names_its_keys_by_position() {
     )
     .await;
     assert!(!gw.logs().contains("old-two"));
+}
+
+/// The reports name only what a caller may call: a public /health shows how many tools there
+/// are and none of their names, a key's /health and /status/data only its own tools, and
+/// /metrics (every tool's series) is refused to a key limited to some.
+#[tokio::test]
+async fn reports_name_only_the_tools_a_caller_may_call() {
+    let gw = start_keyed("visible-keys", "").await;
+    let all = get_as(&gw, "/tools", Some(OPS_KEY)).await.body["data"]["tools"].clone();
+    let every = names(&all);
+    assert!(every.len() > 5 && every.contains("get-env"), "{every:?}");
+    let anonymous = text_as(&gw, "/health", None).await;
+    let health: Value = serde_json::from_str(&anonymous).unwrap();
+    assert_eq!(health["data"]["tool_count"], every.len(), "{health}");
+    assert_eq!(health["data"]["tools"], json!({}), "{health}");
+    for tool in &every {
+        assert!(
+            !anonymous.contains(&format!("\"{tool}\"")),
+            "{tool} named on the public /health"
+        );
+    }
+    let reader = get_as(&gw, "/health", Some(READER_KEY)).await;
+    let seen: BTreeSet<String> = reader.body["data"]["tools"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(seen, BTreeSet::from(["echo".to_owned()]));
+    assert_eq!(reader.body["data"]["tool_count"], every.len());
+    let ops = get_as(&gw, "/health", Some(OPS_KEY)).await;
+    assert_eq!(
+        ops.body["data"]["tools"].as_object().unwrap().len(),
+        every.len()
+    );
+    let status = text_as(&gw, "/status/data", Some(CI_KEY)).await;
+    let report: Value = serde_json::from_str(&status).unwrap();
+    let listed = names(&report["data"]["tools"]);
+    assert!(listed.iter().all(|t| ci_may_use(t)), "{listed:?}");
+    assert!(
+        listed.contains("echo") && listed.contains("get-sum"),
+        "{listed:?}"
+    );
+    assert_eq!(report["data"]["tool_count"], every.len());
+    assert!(
+        report["data"]["timeline"]["tools"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|t| ci_may_use(t))
+    );
+    for tool in every.iter().filter(|t| !ci_may_use(t)) {
+        assert!(
+            !status.contains(&format!("\"{tool}\"")),
+            "{tool} named in ci's /status/data"
+        );
+    }
+    let metrics = get_as(&gw, "/metrics", Some(CI_KEY)).await;
+    assert_eq!(metrics.status, 403);
+    assert_eq!(metrics.code(), "FORBIDDEN");
+    let metrics = text_as(&gw, "/metrics", Some(OPS_KEY)).await;
+    assert!(metrics.contains("mcp_http_gateway_"), "{metrics}");
 }

@@ -799,9 +799,9 @@ async fn a_new_signing_key_is_fetched_on_its_first_unknown_kid() {
 
 /// The caller's subject where people look: with traces exported, a server span names it as
 /// OpenTelemetry says (`enduser.id`) with the OAuth client the token came through
-/// (`oauth.client_id`), at a real OTLP receiver; `/health` (public) counts each tool's top
-/// callers by the subject's digest. The token itself is on no span, and the subject is not in
-/// clear in `/health`.
+/// (`oauth.client_id`), at a real OTLP receiver; `/health` counts each tool's top callers by
+/// the subject's digest (to a caller with a token: a public `/health` names no tool). The
+/// token itself is on no span, and the subject is not in clear in `/health`.
 #[tokio::test]
 async fn a_token_s_subject_is_on_its_span_and_among_the_tool_s_callers_and_the_token_is_not() {
     let receiver = OtlpReceiver::start().await;
@@ -823,7 +823,11 @@ async fn a_token_s_subject_is_on_its_span_and_among_the_tool_s_callers_and_the_t
         let answer = call_with(&gw, who, "echo", json!({"message": "counted"})).await;
         assert_eq!(answer.status(), 200);
     }
-    let health = get(&gw, "/health").await.body;
+    // A caller without a token sees how many tools there are, not their names; a token's
+    // holder sees the tools it may call.
+    let public = get(&gw, "/health").await.body;
+    assert_eq!(public["data"]["tools"], json!({}), "{public}");
+    let health: Value = get_with(&gw, "/health", &bob).await.json().await.unwrap();
     let digest = |sub: &str| {
         use sha2::Digest;
         let hex: String = sha2::Sha256::digest(sub.as_bytes())[..6]
