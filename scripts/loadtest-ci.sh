@@ -25,6 +25,9 @@
 #
 # The overload run must refuse (503 + Retry-After) when its callers outnumber the slots plus
 # the queue, and admit at least 0.7 × the upstream's ceiling (slots ÷ tool delay) per second.
+# The session-flood run (--mode sessions): four clients flood `initialize` together beside a
+# well-behaved MCP client, whose every step must succeed while /health never shows more live
+# sessions than the table's bound (40), nor more than 10 of one client.
 # Every wait here has a deadline.
 # Reports land in LOADTEST_REPORT_DIR (default target/loadtest/<service>/: summary.md,
 # summary.json, goose's saturation.html) and all summaries in one summary.md there (also
@@ -32,7 +35,7 @@
 # 1 when one failed, 2 when a run could not be made.
 #
 #   scripts/loadtest-ci.sh [--profile release|dev] [--run-time 5s] [--users 100] [--no-build]
-#                          [--service NAME|overload]... [-- LOADTEST OPTIONS...]
+#                          [--service NAME|overload|sessions]... [-- LOADTEST OPTIONS...]
 #
 # --profile dev uses debug binaries and the debug budgets below (scripts/test.sh does this, with
 # --no-build: `cargo test --workspace` has just built every binary and example used here, and a
@@ -282,26 +285,38 @@ _%s failed a verdict in its first run above; the second run (below) decides._
   record "$name" "$rc"
 done
 
+# examples/slow_upstream answering after DELAY ms, started in the background (tracked in pids,
+# so not in a subshell); its port in upstream_port. NAME names its port file.
+start_upstream() {
+  "$bin_dir/examples/slow_upstream" 0 "$1" >"$work/$2.port" &
+  pids+=($!)
+  local deadline=$((SECONDS + 30))
+  until [[ -s "$work/$2.port" ]]; do
+    ((SECONDS <= deadline)) || { echo "loadtest-ci: slow_upstream wrote no port within 30 s" >&2; exit 2; }
+    sleep 0.05
+  done
+  upstream_port="$(cat "$work/$2.port")"
+}
+
+# The gateway serving $work/NAME/NAME.yaml on PORT, in the background, waited for.
+start_gateway() {
+  "$gateway" serve --config "$work/$1/$1.yaml" >"$work/$1.log" 2>&1 &
+  pids+=($!)
+  wait_http "http://127.0.0.1:$2/health" 60 || {
+    echo "loadtest-ci: the $1 service did not start:" >&2; tail -20 "$work/$1.log" >&2; exit 2
+  }
+}
+
 # The overload test: a service whose one tool calls an upstream taking 200 ms, with admission
 # limits; 5× the limit call it. Refusals are required (20 callers, 4 slots, 4 queued), and the
 # admitted rate must reach 0.7 × 4 slots ÷ 200 ms.
 if ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" overload "* ]]; then
   limit=4; queue=4; queue_timeout_ms=1000; delay_ms=200
-  "$bin_dir/examples/slow_upstream" 0 "$delay_ms" >"$work/upstream.port" &
-  pids+=($!)
-  deadline=$((SECONDS + 30))
-  until [[ -s "$work/upstream.port" ]]; do
-    ((SECONDS <= deadline)) || { echo "loadtest-ci: slow_upstream wrote no port within 30 s" >&2; exit 2; }
-    sleep 0.05
-  done
+  start_upstream "$delay_ms" upstream
   overload_port="$(free_port)"
-  overload_config "$work/overload/overload.yaml" "$overload_port" "$(cat "$work/upstream.port")" "$delay_ms" \
+  overload_config "$work/overload/overload.yaml" "$overload_port" "$upstream_port" "$delay_ms" \
     "max_concurrent_calls: $limit, queue_depth: $queue, queue_timeout_ms: $queue_timeout_ms"
-  "$gateway" serve --config "$work/overload/overload.yaml" >"$work/overload.log" 2>&1 &
-  pids+=($!)
-  wait_http "http://127.0.0.1:$overload_port/health" 60 || {
-    echo "loadtest-ci: the overload service did not start:" >&2; tail -20 "$work/overload.log" >&2; exit 2
-  }
+  start_gateway overload "$overload_port"
   rm -rf "${out:?}/overload"
   rc=0
   "$loadtest" --url "http://127.0.0.1:$overload_port" --mode overload --scenario call \
@@ -309,6 +324,25 @@ if ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" overload "* ]]; then
     --tool-delay-ms "$delay_ms" --run-time "$run_time" --report "$out/overload" >/dev/null || rc=$?
   append overload "$out/overload"
   record overload "$rc"
+fi
+
+# The session-flood test: four clients flood `initialize` from 25 connections each, never ending
+# a session, beside a well-behaved client that opens, uses and ends sessions throughout. The
+# table (40, 10 per client) must never hold more, and the well-behaved client must be served.
+if ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" sessions "* ]]; then
+  max_sessions=40; per_client=10
+  start_upstream 1 quick
+  sessions_port="$(free_port)"
+  sessions_config "$work/sessions/sessions.yaml" "$sessions_port" "$upstream_port" \
+    "max_sessions: $max_sessions, max_sessions_per_client: $per_client"
+  start_gateway sessions "$sessions_port"
+  rm -rf "${out:?}/sessions"
+  rc=0
+  "$loadtest" --url "http://127.0.0.1:$sessions_port" --mode sessions --scenario call \
+    --max-sessions "$max_sessions" --max-sessions-per-client "$per_client" \
+    --run-time "$run_time" --report "$out/sessions" >/dev/null || rc=$?
+  append sessions "$out/sessions"
+  record sessions "$rc"
 fi
 
 {

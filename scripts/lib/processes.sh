@@ -55,6 +55,29 @@ port_of() { "${gateway:?port_of needs \$gateway, the mcp-http-gateway binary}" c
 # overload_config FILE PORT UPSTREAM_PORT DELAY_MS LIMITS: the overload service of the load suite
 # (scripts/loadtest-ci.sh, scripts/perf.sh): one `slow` tool on the slow upstream, LIMITS being
 # the admission settings (`max_concurrent_calls: N, queue_depth: N, queue_timeout_ms: N`).
+# sessions_config FILE PORT UPSTREAM_PORT MCP_BOUNDS: the session-flood service: one quick tool
+# (an `http` provider in front of examples/slow_upstream) and the MCP session bounds given.
+sessions_config() {
+  mkdir -p "$(dirname "$1")"
+  cat >"$1" <<EOF
+service: { name: sessions, port: $2 }
+security: { rate_limit: 1000000 }
+mcp: { $4 }
+dependencies:
+  quick: { kind: http, base_url: "http://127.0.0.1:$3", health_path: /health }
+providers:
+  - name: quick
+    kind: http
+    dependency: quick
+    tools:
+      - name: quick
+        description: Answers at once
+        input_schema: { type: object }
+        method: POST
+        path: /slow
+EOF
+}
+
 overload_config() {
   mkdir -p "$(dirname "$1")"
   cat >"$1" <<EOF

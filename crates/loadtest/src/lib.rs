@@ -8,6 +8,7 @@ pub mod attack;
 pub mod drive;
 pub mod plan;
 pub mod report;
+pub mod sessions;
 pub mod target;
 pub mod upstream;
 pub mod verdict;
@@ -42,6 +43,7 @@ pub async fn run(plan: &Plan) -> anyhow::Result<Outcome> {
     let (phases, verdicts, notes) = match plan.mode {
         Mode::Load => load(plan, target.clone()).await?,
         Mode::Overload => overload(plan, target.clone()).await,
+        Mode::Sessions => sessions::run(plan, &target).await,
     };
     let outcome = Outcome {
         url: plan.url.clone(),

@@ -20,6 +20,13 @@ use serde_json::Value;
 /// with Retry-After; none lost; admitted calls' p99 within the tool's delay + the longest
 /// queue wait the limits allow + --p99-slack-ms.
 ///
+/// --mode sessions: --flooders clients, each from its own loopback address, send `initialize`
+/// at /mcp from --flood-connections connections each, never ending a session, beside one
+/// well-behaved client (initialize, initialized, tools/call, DELETE, again and again).
+/// Verdicts: the well-behaved client served throughout; /health never shows more than
+/// --max-sessions live, nor more than --max-sessions-per-client of one client; every flood
+/// answer 200, or 429/503 with Retry-After.
+///
 /// Exit code 0 when every verdict passes, 1 when one fails, 2 when the run could not be made
 /// (bad options, service unreachable).
 #[derive(Parser, Debug)]
@@ -109,6 +116,19 @@ pub struct Args {
     /// Load: the saturation throughput must reach this share of the reference's.
     #[arg(long, requires = "reference_url")]
     pub min_reference_ratio: Option<f64>,
+    /// Sessions: flooding clients, each from its own loopback address (127.0.0.2 on).
+    #[arg(long, default_value_t = 4)]
+    pub flooders: usize,
+    /// Sessions: each flooder's requests in flight at once.
+    #[arg(long, default_value_t = 25)]
+    pub flood_connections: usize,
+    /// Sessions: the service's `mcp.max_sessions`.
+    #[arg(long, required_if_eq("mode", "sessions"))]
+    pub max_sessions: Option<u64>,
+    /// Sessions: the service's `mcp.max_sessions_per_client` (default: a tenth of
+    /// --max-sessions, as the service's own default).
+    #[arg(long)]
+    pub max_sessions_per_client: Option<u64>,
     /// Folder for the reports: goose's HTML report per phase, summary.md and summary.json.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -119,6 +139,7 @@ pub struct Args {
 pub enum Mode {
     Load,
     Overload,
+    Sessions,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -186,6 +207,15 @@ impl Overload {
     }
 }
 
+/// The session-flood run's settings: the flood and the service's session bounds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SessionFlood {
+    pub flooders: usize,
+    pub connections: usize,
+    pub max_sessions: u64,
+    pub max_per_client: u64,
+}
+
 /// A run, checked.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -196,6 +226,7 @@ pub struct Plan {
     pub saturation: bool,
     pub baseline_think: Duration,
     pub overload: Option<Overload>,
+    pub sessions: Option<SessionFlood>,
     pub run_time: Duration,
     pub scenario: ScenarioKind,
     pub tool: Option<String>,
@@ -255,8 +286,34 @@ impl Args {
             }
             _ => None,
         };
+        let sessions = match self.mode {
+            Mode::Sessions => {
+                let max_sessions = self.max_sessions.unwrap_or(0);
+                if max_sessions == 0 || self.flooders == 0 || self.flood_connections == 0 {
+                    return Err(
+                        "--max-sessions, --flooders and --flood-connections must be at least 1"
+                            .into(),
+                    );
+                }
+                if self.flooders > 250 {
+                    return Err("--flooders: at most 250 (127.0.0.2 to 127.0.0.251)".into());
+                }
+                if self.scenario != ScenarioKind::Call {
+                    return Err("--mode sessions calls a tool: --scenario call".into());
+                }
+                Some(SessionFlood {
+                    flooders: self.flooders,
+                    connections: self.flood_connections,
+                    max_sessions,
+                    max_per_client: self
+                        .max_sessions_per_client
+                        .unwrap_or((max_sessions / 10).max(1)),
+                })
+            }
+            _ => None,
+        };
         let overload = match self.mode {
-            Mode::Load => None,
+            Mode::Load | Mode::Sessions => None,
             Mode::Overload => {
                 let admission_limit = self.admission_limit.unwrap_or(0);
                 let tool_delay_ms = self.tool_delay_ms.unwrap_or(0);
@@ -288,6 +345,7 @@ impl Args {
             saturation: !self.no_saturation,
             baseline_think: Duration::from_millis(self.baseline_think_ms),
             overload,
+            sessions,
             run_time: self.run_time,
             scenario: self.scenario,
             tool: self.tool,

@@ -36,6 +36,7 @@ impl Outcome {
             match self.mode {
                 Mode::Load => "Load",
                 Mode::Overload => "Overload",
+                Mode::Sessions => "Session-flood",
             },
             self.url,
             if self.passed() { "PASSED" } else { "FAILED" },
