@@ -363,6 +363,8 @@ pub async fn gate(State(gate): State<McpGate>, request: Request, next: Next) -> 
                 client_info(&message),
                 identity,
             );
+            // Its next request may reach another replica: the record is there before it.
+            gate.book.shared_now(issued).await;
         }
         return response;
     };

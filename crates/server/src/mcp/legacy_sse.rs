@@ -104,6 +104,9 @@ pub async fn open(
     // The stream itself is the session's use: it is not ended as unused.
     let ended = book.open(place, &id, Transport::Sse, None, identity.clone());
     let _ = book.touch(&id, identity.as_deref(), true);
+    // Its messages may reach another replica, sent on by the record: it is there before the
+    // stream names the endpoint.
+    book.shared_now(&id).await;
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::channel(64);
     sessions.open.write_unpoisoned().insert(

@@ -400,6 +400,24 @@ impl SessionBook {
         ended
     }
 
+    /// With `cluster`, writes the record of the session just opened to Redis before its
+    /// opener is answered ([`Cluster::session_opened`]); without, nothing.
+    pub async fn shared_now(&self, session_id: &str) {
+        let Some(cluster) = &self.cluster else {
+            return;
+        };
+        let record = self
+            .lock()
+            .get(session_id)
+            .filter(|r| r.state.is_live())
+            .map(|r| (r.state.as_str(), crate::clock::format(r.created_at)));
+        if let Some((state, created)) = record {
+            cluster
+                .session_opened(session_id, state, &created, self.ttl)
+                .await;
+        }
+    }
+
     /// A request of `identity` (its credential's) arrived in the session: its state if live
     /// and the opener's (and the idle clock restarts), else why it is refused. `use_` says
     /// whether it is more than the handshake (a session never used expires after the grace).

@@ -104,7 +104,8 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
 
 impl Cluster {
     /// Reads the replicas' shared secret, made by the first replica that asks; does nothing
-    /// once read. Called by the background loop while Redis answers.
+    /// once read. Called by the background loop while Redis answers, and by the first request
+    /// sent on before that.
     pub(super) async fn read_forward_secret(&self) {
         if self.forwarding.secret.get().is_some() {
             return;
@@ -156,7 +157,7 @@ impl Cluster {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Forwarded, ForwardError> {
-        let marked = self.marked()?;
+        let marked = self.marked().await?;
         let mut url = owner_url(&owner.address, "/messages")?;
         url.query_pairs_mut().append_pair("sessionId", id);
         let mut passed = HeaderMap::new();
@@ -196,7 +197,7 @@ impl Cluster {
         owner: &SessionRecord,
         request: axum::extract::Request,
     ) -> Result<axum::response::Response, ForwardError> {
-        let marked = self.marked()?;
+        let marked = self.marked().await?;
         let url = owner_url(&owner.address, "/mcp")?;
         let (parts, body) = request.into_parts();
         let mut passed = HeaderMap::new();
@@ -229,8 +230,11 @@ impl Cluster {
         Ok(response)
     }
 
-    /// The value of [`FORWARDED`]: the replicas' shared secret, once read.
-    pub(super) fn marked(&self) -> Result<HeaderValue, ForwardError> {
+    /// The value of [`FORWARDED`]: the replicas' shared secret, read now if the background
+    /// loop has not read it yet (a request can come right after the replica is ready, before
+    /// the loop's first read succeeded).
+    pub(super) async fn marked(&self) -> Result<HeaderValue, ForwardError> {
+        self.read_forward_secret().await;
         let secret = self.forwarding.secret.get().ok_or(ForwardError::NoSecret)?;
         HeaderValue::from_str(secret).map_err(|_| ForwardError::NoSecret)
     }

@@ -44,6 +44,33 @@ impl Cluster {
         });
     }
 
+    /// The record of a session just opened, written now rather than with the next batch (its
+    /// handshake's answer waits for it): a request that a balancer without affinity sends to
+    /// another replica right after finds the owner at once, however busy this replica's
+    /// background loop is. Bounded by the cluster's command timeout; on a failure the queued
+    /// write ([`Self::session_live`]) is still to come.
+    pub async fn session_opened(&self, id: &str, state: &str, created: &str, ttl: Duration) {
+        let record = SessionRecord {
+            owner: self.replica_id.clone(),
+            address: self.address.clone(),
+            state: state.to_owned(),
+            created: created.to_owned(),
+        };
+        let record = serde_json::to_string(&record).expect("plain strings");
+        let key = self.key("session", id);
+        let _ = self
+            .run(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(key)
+                    .arg(record)
+                    .arg("EX")
+                    .arg(ttl.as_secs().max(1))
+                    .query_async::<()>(&mut c)
+                    .await
+            })
+            .await;
+    }
+
     /// A session of this replica ended. Never waits.
     pub fn session_ended(&self, id: &str) {
         self.writes.push(Write::Forget { id: id.to_owned() });

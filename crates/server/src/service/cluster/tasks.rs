@@ -84,7 +84,7 @@ impl Cluster {
         client: &str,
         headers: &HeaderMap,
     ) -> Result<Option<TaskInfo>, ForwardError> {
-        let marked = self.marked()?;
+        let marked = self.marked().await?;
         let mut url = owner_url(address, "/tasks")?;
         url.path_segments_mut()
             .map_err(|()| ForwardError::Address(address.to_owned()))?
