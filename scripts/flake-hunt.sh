@@ -30,12 +30,9 @@ done
 [[ "$load" =~ ^[0-9]+$ ]] || { echo "flake-hunt: --load takes a count of processes, got '$load'" >&2; exit 2; }
 
 if [ -z "${FLAKE_HUNT_NO_SETUP:-}" ]; then
-  scripts/install-mcp-servers.sh
-  scripts/install-discovery-model.sh
-  scripts/install-litellm.sh
-  scripts/install-arcadedb.sh
-  scripts/install-test-tools.sh
-  scripts/install-fuzz-tools.sh
+  # shellcheck source=scripts/lib/test-deps.sh
+  . scripts/lib/test-deps.sh
+  install_test_deps
   # shellcheck source=scripts/lib/coverage.sh
   . scripts/lib/coverage.sh
   coverage_env --keep-profiles

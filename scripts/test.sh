@@ -24,12 +24,9 @@ print_step_times() {
 }
 trap print_step_times EXIT
 step "install the MCP servers, LiteLLM, ArcadeDB, the discovery model and the test and fuzz tools"
-scripts/install-mcp-servers.sh
-scripts/install-discovery-model.sh
-scripts/install-litellm.sh
-scripts/install-arcadedb.sh
-scripts/install-test-tools.sh
-scripts/install-fuzz-tools.sh
+# shellcheck source=scripts/lib/test-deps.sh
+. scripts/lib/test-deps.sh
+install_test_deps
 # The conformance tester's JUnit/JSON reports for each default service land here.
 export CONFORMANCE_REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$PWD/target/conformance}"
 # shellcheck source=scripts/lib/coverage.sh

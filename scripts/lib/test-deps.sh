@@ -1,0 +1,12 @@
+# shellcheck shell=bash
+# Sourced by scripts/test.sh and scripts/flake-hunt.sh: install_test_deps installs what the tests
+# talk to into .deps/ (once): the MCP servers, the discovery model, LiteLLM, ArcadeDB, and the
+# test and fuzz tools. Run from the repository's root.
+install_test_deps() {
+  scripts/install-mcp-servers.sh
+  scripts/install-discovery-model.sh
+  scripts/install-litellm.sh
+  scripts/install-arcadedb.sh
+  scripts/install-test-tools.sh
+  scripts/install-fuzz-tools.sh
+}
