@@ -15,7 +15,8 @@ use super::client::Client;
 pub struct ToolSight<'a> {
     /// The service asks for no credentials: every name is the caller's to see.
     open: bool,
-    client: Option<&'a Client>,
+    /// The caller, when it came with a key or token (one without sees no name).
+    credentialed: Option<&'a Client>,
 }
 
 impl<'a> ToolSight<'a> {
@@ -23,25 +24,20 @@ impl<'a> ToolSight<'a> {
     pub fn of(settings: &Settings, client: Option<&'a Client>) -> Self {
         ToolSight {
             open: !settings.config.security.credentials_required(),
-            client,
+            // Judged once here, not per tool: `identity` makes a string.
+            credentialed: client.filter(|c| c.identity().is_some()),
         }
     }
 
     /// Whether the caller may see `tool`'s name: a caller with a key or token, the tools it
     /// may call; a caller without, none.
     pub fn sees(&self, tool: &str) -> bool {
-        self.open
-            || self
-                .client
-                .is_some_and(|c| c.identity().is_some() && c.may_use(tool))
+        self.open || self.credentialed.is_some_and(|c| c.may_use(tool))
     }
 
     /// Whether the caller sees every name (no scope narrows its view).
     pub fn sees_all(&self) -> bool {
-        self.open
-            || self
-                .client
-                .is_some_and(|c| c.identity().is_some() && c.is_unscoped())
+        self.open || self.credentialed.is_some_and(Client::is_unscoped)
     }
 
     /// `report` as the caller may see it: the tools it cannot see, and the name clashes
