@@ -50,6 +50,12 @@ pub const PARKED_FOR: Duration = Duration::from_secs(300);
 pub const MAX_PARKED: usize = 1000;
 /// How many log messages a parked call holds for its client's next round.
 const MAX_HELD_LOGS: usize = 100;
+/// An upstream that asks several things at once sends its requests back to back; a round
+/// closes once no ask came for this long, so they go to the client together (as one
+/// `input_required` result) rather than one round each.
+const ASKS_QUIET: Duration = Duration::from_millis(25);
+/// The longest a round waits for more asks after the first, however they keep coming.
+const ASKS_GATHER: Duration = Duration::from_millis(250);
 
 /// Whether a request is of the stateless era, whose client is asked through `input_required`
 /// (rmcp refuses that answer to an older one).
@@ -352,6 +358,9 @@ impl RoundTrip {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
+            if self.asks_outstanding() {
+                self.gather_asks(&context.ct).await;
+            }
             if let Some(answer) = self.next_answer(book) {
                 return answer;
             }
@@ -366,6 +375,37 @@ impl RoundTrip {
                         None,
                     ));
                 }
+            }
+        }
+    }
+
+    /// Whether the client has asks to answer and the call has not ended.
+    fn asks_outstanding(&self) -> bool {
+        let rounds = self.rounds.read_unpoisoned();
+        rounds.outcome.is_none() && !rounds.asks.is_empty()
+    }
+
+    /// Waits until no ask came for [`ASKS_QUIET`] (at most [`ASKS_GATHER`]), the call ended,
+    /// or `cancel`: the asks an upstream sends together then close one round.
+    async fn gather_asks(&self, cancel: &CancellationToken) {
+        let until = tokio::time::Instant::now() + ASKS_GATHER;
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.rounds.read_unpoisoned().outcome.is_some() {
+                return;
+            }
+            let quiet =
+                tokio::time::sleep_until(until.min(tokio::time::Instant::now() + ASKS_QUIET));
+            tokio::select! {
+                _ = changed => {
+                    if tokio::time::Instant::now() >= until {
+                        return;
+                    }
+                }
+                _ = quiet => return,
+                _ = cancel.cancelled() => return,
             }
         }
     }
@@ -645,6 +685,62 @@ mod tests {
             }
             _ => panic!("an elicitation answer"),
         }
+    }
+
+    /// Starts an ask of `trip` in the background.
+    fn ask_later(trip: &Arc<RoundTrip>) {
+        let trip = trip.clone();
+        tokio::spawn(async move { trip.ask_in_round(elicitation(), None).await });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn asks_sent_together_close_one_round_once_they_stop_coming() {
+        let trip = trip(&ClientSessions::default());
+        ask_later(&trip);
+        first_ask(&trip).await;
+        // The upstream's second and third asks come 10 ms apart, within the quiet time.
+        let later = trip.clone();
+        tokio::spawn(async move {
+            for _ in 0..2 {
+                tokio::time::sleep(ASKS_QUIET / 2).await;
+                ask_later(&later);
+            }
+        });
+        let started = tokio::time::Instant::now();
+        trip.gather_asks(&CancellationToken::new()).await;
+        assert_eq!(
+            trip.pending().len(),
+            3,
+            "every ask sent together is in the round"
+        );
+        // Closed a quiet time after the last ask (the paused clock adds a tick per wake).
+        let waited = started.elapsed();
+        let last_ask = ASKS_QUIET / 2 * 2;
+        assert!(
+            waited >= last_ask + ASKS_QUIET && waited < last_ask + ASKS_QUIET * 2,
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_waits_no_longer_than_its_bound_for_asks_that_keep_coming() {
+        let trip = trip(&ClientSessions::default());
+        ask_later(&trip);
+        first_ask(&trip).await;
+        let later = trip.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ASKS_QUIET / 2).await;
+                ask_later(&later);
+            }
+        });
+        let started = tokio::time::Instant::now();
+        trip.gather_asks(&CancellationToken::new()).await;
+        let waited = started.elapsed();
+        assert!(
+            waited >= ASKS_GATHER && waited < ASKS_GATHER + ASKS_QUIET,
+            "{waited:?}"
+        );
     }
 
     #[tokio::test]
