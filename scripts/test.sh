@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: installs the real MCP servers the tests talk to into .deps/
-# (once), then unit, contract-drift and end-to-end tests (the e2e tests start the real binary
-# on free loopback ports, and run the conformance tester against every service of config/),
+# (once), then unit, contract-drift and end-to-end tests with cargo-nextest (the e2e tests start
+# the real binary on free loopback ports, run the conformance tester against every service of
+# config/, and the official MCP conformance suites through the gateway), printing the 15 slowest,
 # the bats tests, the short load test, the coverage gate, and mutation testing of the change
 # being tested. Everything is built instrumented for line coverage (scripts/lib/coverage.sh, in
 # <target>/llvm-cov-target), so every test counts, the bats tests and the load test included:
 # server, contract and wrappers must each have at least 90 % of their lines covered.
-# Extra arguments go to `cargo test`, e.g. `scripts/test.sh mcp_provider`; the coverage gate is
+# Extra arguments go to the test binaries as filters, e.g. `scripts/test.sh mcp_provider`; the coverage gate is
 # then not judged (a part of the tests covers a part of the code), and says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,8 +18,13 @@ step() {
   if [ -n "$step_name" ]; then step_times+=("$(printf '%6d s  %s' $((SECONDS - step_start)) "$step_name")"); fi
   step_name="$1" step_start=$SECONDS
 }
+# Each test's time, from the JUnit report cargo-nextest writes (.config/nextest.toml): the 15
+# slowest, printed when the run ends, passed or not.
+junit="$PWD/target/nextest/default/junit.xml"
+rm -f "$junit"
 print_step_times() {
   step ""
+  if [ -f "$junit" ]; then python3 scripts/lib/test_times.py "$junit" --slowest 15 >&2 || true; fi
   echo "test.sh: time per step (total $SECONDS s):" >&2
   printf '  %s\n' "${step_times[@]}" >&2
 }
@@ -37,7 +43,9 @@ step "cargo test: build"
 built_after="$(mktemp)"
 cargo test --workspace --locked --no-run
 step "cargo test: run"
-cargo test --workspace --locked -- "$@"
+# cargo-nextest runs what `cargo test` built, each test in a process of its own, three at a time
+# (.config/nextest.toml), and writes the JUnit report read above. The workspace has no doctest.
+PATH="$PWD/.deps/nextest-venv/bin:$PATH" cargo nextest run --workspace --locked -- "$@"
 # The deployment scripts (launchd/, deploy/systemd/) and run.sh's summary: bats tests against the
 # binaries cargo test built, where cargo put them (CARGO_TARGET_DIR counts).
 # shellcheck source=scripts/lib/cargo-target.sh

@@ -62,3 +62,18 @@ pub fn hello_py() -> (String, String) {
     let script = repo().join("examples/hello-py/hello_py.py");
     (python, script.to_string_lossy().into_owned())
 }
+
+/// Node 22, which the official MCP conformance suite needs (Node 20 lacks `fs.globSync`).
+pub fn node22() -> String {
+    installed("node22-venv/bin/node", "install-conformance.sh")
+}
+
+/// The command line of `@modelcontextprotocol/conformance` at `version` (run with [`node22`]).
+pub fn conformance_suite(version: &str) -> String {
+    installed(
+        &format!(
+            "conformance/{version}/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+        ),
+        "install-conformance.sh",
+    )
+}

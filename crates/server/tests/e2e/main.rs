@@ -22,6 +22,7 @@ mod http_provider;
 mod kept_alive;
 mod lifecycle;
 mod mcp_catalog;
+mod mcp_conformance_suites;
 mod mcp_fidelity;
 mod mcp_json_answers;
 mod mcp_listen;
