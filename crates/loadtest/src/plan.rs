@@ -67,9 +67,10 @@ pub struct Args {
     /// The call's arguments, a JSON object.
     #[arg(long, default_value = "{}", value_parser = parse_args_json)]
     pub args: Value,
-    /// Verdict: open-loop p95 must not exceed this many milliseconds.
-    #[arg(long, default_value_t = 100.0)]
-    pub budget_p95_ms: f64,
+    /// Verdict: open-loop p95 must not exceed this many milliseconds (an absolute number,
+    /// for one known machine; by default not judged: the ratio to the baseline below is).
+    #[arg(long)]
+    pub budget_p95_ms: Option<f64>,
     /// Verdict: open-loop p95 must not exceed this multiple of the 1-client baseline p95 ...
     #[arg(long, default_value_t = 2.0)]
     pub max_degradation: f64,
@@ -231,7 +232,7 @@ pub struct Plan {
     pub scenario: ScenarioKind,
     pub tool: Option<String>,
     pub args: Value,
-    pub budget_p95_ms: f64,
+    pub budget_p95_ms: Option<f64>,
     pub max_degradation: f64,
     pub latency_floor_ms: f64,
     /// The reference server and the share of its throughput the saturation phase must reach.
@@ -252,7 +253,7 @@ impl Args {
             return Err("--run-time must be at least 1s".into());
         }
         for (flag, value) in [
-            ("--budget-p95-ms", self.budget_p95_ms),
+            ("--budget-p95-ms", self.budget_p95_ms.unwrap_or(1.0)),
             ("--max-degradation", self.max_degradation),
             ("--latency-floor-ms", self.latency_floor_ms),
         ] {

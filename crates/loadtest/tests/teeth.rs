@@ -144,8 +144,9 @@ fn verdict(summary: &Value, i: usize) -> (bool, String) {
 }
 
 /// 20 clients at 100 calls/s; the upstream takes 5 ms, so a call's p95 is ~10 ms through the
-/// debug gateway and ~23 ms through the coverage-instrumented one CI runs: the 30 ms budget holds,
-/// and 8× slower (40 ms, above the budget by the upstream's time alone) cannot meet it.
+/// debug gateway and ~23 ms through the coverage-instrumented one CI runs: the 38 ms budget (an
+/// absolute one, which CI's load test no longer sets) holds with room for a busy machine, and
+/// 8× slower (40 ms, above the budget by the upstream's time alone) can never meet it.
 const LOAD: &[&str] = &[
     "--users",
     "20",
@@ -153,7 +154,7 @@ const LOAD: &[&str] = &[
     "100",
     "--no-saturation",
     "--budget-p95-ms",
-    "30",
+    "38",
 ];
 
 #[test]
@@ -170,7 +171,8 @@ fn load_passes_and_an_8x_slowdown_fails_the_budget() {
     let slow = upstream(40, false, None);
     let (code, summary) = loadtest(&gateway(&slow).url, LOAD);
     assert_eq!(code, 1, "{summary:#}");
-    let (failures, budget) = (verdict(&summary, 0), verdict(&summary, 1));
+    // The verdicts: no failure, the ratio to the baseline, the budget.
+    let (failures, budget) = (verdict(&summary, 0), verdict(&summary, 2));
     assert!(failures.0, "nothing failed: {}", failures.1);
     assert!(!budget.0, "the budget must fail: {}", budget.1);
 }
@@ -193,7 +195,7 @@ fn an_upstream_that_serves_one_call_at_a_time_fails_the_2x_verdict() {
         ],
     );
     assert_eq!(code, 1, "{summary:#}");
-    let (passed, detail) = verdict(&summary, 2);
+    let (passed, detail) = verdict(&summary, 1);
     assert!(!passed, "the 2× verdict must fail: {detail}");
 }
 

@@ -87,39 +87,42 @@ fn keep(report: &conformance::Report, service: &str) {
     .unwrap();
 }
 
-/// Each shipped service with its backend up where one can run here: ArcadeDB with the code
-/// graph fixture for code-graph-rag, the LiteLLM proxy for ai-gateway, the real MCP servers
-/// for everything, the two example gRPC providers for hello. Every listed tool must be
-/// exercised (a tool whose calls never ran is not a pass). seekr and docwell run their built-in
-/// search (no MCP command set) over the search fixtures.
-#[tokio::test(flavor = "multi_thread")]
-async fn every_default_service_passes_with_its_backend() {
-    let config_dir = repo().join("config");
-    let mut files: Vec<_> = std::fs::read_dir(&config_dir)
+/// The shipped services of config/ (`services.yaml` aside), one test each below:
+/// `every_shipped_service_has_its_conformance_test` keeps this list equal to the folder.
+const SHIPPED: [&str; 6] = [
+    "ai-gateway",
+    "code-graph-rag",
+    "docwell",
+    "everything",
+    "hello",
+    "seekr",
+];
+
+#[test]
+fn every_shipped_service_has_its_conformance_test() {
+    let mut shipped: Vec<String> = std::fs::read_dir(repo().join("config"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "yaml")
-                && p.file_stem().is_some_and(|s| s != "services")
-        })
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_owned()))
+        .filter(|stem| stem != "services")
         .collect();
-    files.sort();
-    assert!(!files.is_empty());
-    let bolt = BoltDb::start();
-    let llm = LiteLlm::start().await;
-    let hello_rs = testkit::providers::hello_rs(&[]);
-    let hello_py = testkit::providers::hello_py_provider(&[]);
+    shipped.sort();
+    assert_eq!(shipped, SHIPPED, "a shipped service without its test below");
+}
+
+/// The shipped service `service` with its backend up, and only its own (each test starts what
+/// its service needs, so the six run side by side): ArcadeDB with the code graph fixture for
+/// code-graph-rag, the LiteLLM proxy for ai-gateway, the real MCP servers for everything, the
+/// two example gRPC providers for hello. Every listed tool must be exercised (a tool whose
+/// calls never ran is not a pass). seekr and docwell run their built-in search (no MCP command
+/// set) over the search fixtures.
+async fn shipped_service_passes_with_its_backend(service: &str) {
     let cache = tempfile::tempdir().unwrap();
-    let env = [
-        ("HELLO_RS_ADDRESS", hello_rs.address.clone()),
-        ("HELLO_PY_ADDRESS", hello_py.address.clone()),
+    let mut env = vec![
         ("MCP_EVERYTHING_JS", everything_js()),
         ("MCP_SERVER_TIME", time_bin()),
-        ("AI_GATEWAY_BASE_URL", llm.base_url()),
-        ("AI_GATEWAY_API_KEY", LITELLM_KEY.to_owned()),
-        ("CODE_GRAPH_BOLT_URI", bolt.uri()),
-        ("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag".to_owned()),
         ("SEEKR_ROOTS", fixture("search/code")),
         ("DOCWELL_ROOTS", fixture("search/docs")),
         (
@@ -127,59 +130,110 @@ async fn every_default_service_passes_with_its_backend() {
             cache.path().to_string_lossy().into_owned(),
         ),
     ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    for file in files {
-        let service = file.file_stem().unwrap().to_str().unwrap().to_owned();
-        // The shipped file as it is, on a free port.
-        let port = free_port();
-        let (dir, config) = write_shipped_config(file.file_name().unwrap().to_str().unwrap(), port);
-        let args = vec![
-            "serve".into(),
-            "--config".into(),
-            config.to_string_lossy().into_owned(),
-        ];
-        let mut gw = Gateway::spawn_with(args, port, dir, config, &env);
-        gw.wait_running().await;
-        // A search index is built in the background: its tools are checked once it is ready.
-        eventually(Duration::from_secs(60), "search index ready", || async {
-            let report = get(&gw, "/health").await.report().clone();
-            let building = report["providers"]
-                .as_object()
-                .is_some_and(|p| p.values().any(|p| p["index"]["state"] == "building"));
-            (!building).then_some(())
-        })
-        .await;
-        // ai-gateway's tools reach an HTTP API (openWorldHint); here that API is on loopback.
-        let report = conformance(port, &SKIPPED, service == "ai-gateway").await;
-        keep(&report, &service);
-        assert!(
-            report.ok(),
-            "{} fails conformance:\n{}",
-            file.display(),
-            report.render()
-        );
-        assert!(
-            report.not_exercised().is_empty(),
-            "{service}: tools whose every valid call failed to run:\n{}",
-            report.render()
-        );
-        let listed = report
-            .checks
-            .iter()
-            .find(|c| c.name == "openapi-tools")
-            .unwrap()
-            .cases;
-        let exercised = report
-            .tools
-            .iter()
-            .filter(|t| t.status == conformance::report::ToolStatus::Exercised)
-            .count();
-        assert!(
-            listed == 0 || exercised > 0,
-            "{service}: the listed tools were called and ran:\n{}",
-            report.render()
-        );
+    // Whatever runs the service's backend, kept until the test ends.
+    let mut backends: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+    match service {
+        "code-graph-rag" => {
+            let bolt = BoltDb::start();
+            env.push(("CODE_GRAPH_BOLT_URI", bolt.uri()));
+            env.push(("CODE_GRAPH_BOLT_PASSWORD", "code-graph-rag".to_owned()));
+            backends.push(Box::new(bolt));
+        }
+        "ai-gateway" => {
+            let llm = LiteLlm::start().await;
+            env.push(("AI_GATEWAY_BASE_URL", llm.base_url()));
+            env.push(("AI_GATEWAY_API_KEY", LITELLM_KEY.to_owned()));
+            backends.push(Box::new(llm));
+        }
+        "hello" => {
+            let hello_rs = testkit::providers::hello_rs(&[]);
+            let hello_py = testkit::providers::hello_py_provider(&[]);
+            env.push(("HELLO_RS_ADDRESS", hello_rs.address.clone()));
+            env.push(("HELLO_PY_ADDRESS", hello_py.address.clone()));
+            backends.push(Box::new(hello_rs));
+            backends.push(Box::new(hello_py));
+        }
+        _ => {}
     }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // The shipped file as it is, on a free port.
+    let port = free_port();
+    let (dir, config) = write_shipped_config(&format!("{service}.yaml"), port);
+    let args = vec![
+        "serve".into(),
+        "--config".into(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let mut gw = Gateway::spawn_with(args, port, dir, config, &env);
+    gw.wait_running().await;
+    // A search index is built in the background: its tools are checked once it is ready.
+    eventually(Duration::from_secs(60), "search index ready", || async {
+        let report = get(&gw, "/health").await.report().clone();
+        let building = report["providers"]
+            .as_object()
+            .is_some_and(|p| p.values().any(|p| p["index"]["state"] == "building"));
+        (!building).then_some(())
+    })
+    .await;
+    // ai-gateway's tools reach an HTTP API (openWorldHint); here that API is on loopback.
+    let report = conformance(port, &SKIPPED, service == "ai-gateway").await;
+    keep(&report, service);
+    assert!(
+        report.ok(),
+        "config/{service}.yaml fails conformance:\n{}",
+        report.render()
+    );
+    assert!(
+        report.not_exercised().is_empty(),
+        "{service}: tools whose every valid call failed to run:\n{}",
+        report.render()
+    );
+    let listed = report
+        .checks
+        .iter()
+        .find(|c| c.name == "openapi-tools")
+        .unwrap()
+        .cases;
+    let exercised = report
+        .tools
+        .iter()
+        .filter(|t| t.status == conformance::report::ToolStatus::Exercised)
+        .count();
+    assert!(
+        listed == 0 || exercised > 0,
+        "{service}: the listed tools were called and ran:\n{}",
+        report.render()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_ai_gateway_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("ai-gateway").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_code_graph_rag_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("code-graph-rag").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_docwell_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("docwell").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_everything_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("everything").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_hello_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("hello").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_seekr_passes_with_its_backend() {
+    shipped_service_passes_with_its_backend("seekr").await;
 }
 
 /// The shipped code-graph-rag service, its Bolt database a port where nothing listens.
