@@ -57,8 +57,8 @@ MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-grap
 # The short load test (5 s per phase, 100 clients; about 4 minutes) with the debug binaries
 # `cargo test` just built (--no-build), against every shipped service, hello's gRPC providers included (one not healthy once its
 # dependencies settled fails the run, unless scripts/not-run-in-ci.txt lists it), then the
-# overload test: no failed or lost request, open-loop p95 within the service's measured debug
-# budget and within 2× the 1-client baseline; overload answers 200 or 503 + Retry-After, some
+# overload test: no failed or lost request, open-loop p95 within 2× the 1-client baseline, the
+# calls' throughput at least a floor × bare axum's (ratios only, no absolute time); overload answers 200 or 503 + Retry-After, some
 # refused, admitted calls at 0.7× the upstream's ceiling or more, with a bounded p99
 # (docs/performance.md). Reports in target/loadtest/.
 step "load test"
