@@ -31,13 +31,18 @@ fn in_flight(children: &[Value]) -> Vec<u64> {
         .collect()
 }
 
-/// Starts `n` calls of a 3 s operation, over REST.
+/// How long a slow call lasts: long enough to be still in flight after the test's next steps
+/// on a loaded machine. 3 s was not: with two busy processes beside the suite, the third call
+/// of `a_pool_grows…` came after the first had ended, and the pool rightly never grew.
+const SLOW_CALL_SECS: u64 = 12;
+
+/// Starts `n` calls of a [`SLOW_CALL_SECS`] operation, over REST.
 fn slow_calls(gw: &Gateway, n: usize) -> Vec<tokio::task::JoinHandle<Answer>> {
     (0..n)
         .map(|_| {
             let url = gw.url("/call-tool");
             tokio::spawn(async move {
-                let body = json!({"tool": "trigger-long-running-operation", "arguments": {"duration": 3, "steps": 1}});
+                let body = json!({"tool": "trigger-long-running-operation", "arguments": {"duration": SLOW_CALL_SECS, "steps": 1}});
                 Answer::from(
                     reqwest::Client::new()
                         .post(url)
@@ -121,7 +126,7 @@ async fn calls_spread_over_the_children_and_each_is_restarted_on_its_own() {
 #[tokio::test]
 async fn a_pool_grows_while_calls_queue_and_shrinks_back_when_idle() {
     let extra = format!(
-        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio], max_instances: 2, scale_up_at: 2, scale_down_after_ms: 1500 }}\n",
+        "limits: {{ call_timeout_ms: 60000 }}\nproviders:\n  - {{ name: everything, kind: mcp, command: node, args: [\"{}\", stdio], max_instances: 2, scale_up_at: 2, scale_down_after_ms: 4000 }}\n",
         everything_js()
     );
     let gw = Gateway::start("growing", &extra).await;
@@ -216,7 +221,7 @@ async fn a_client_session_stays_on_one_child() {
             let (client, url, id) = (session.client.clone(), session.url.clone(), session.id.clone());
             tokio::spawn(async move {
                 McpSession::send(&client, &url, Some(&id), json!({"jsonrpc": "2.0", "id": 10 + k, "method": "tools/call",
-                    "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 3, "steps": 1}}}))
+                    "params": {"name": "trigger-long-running-operation", "arguments": {"duration": SLOW_CALL_SECS, "steps": 1}}}))
                 .await
                 .text()
                 .await
