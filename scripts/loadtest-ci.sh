@@ -110,24 +110,26 @@ for built in "$gateway" "$loadtest" "$bin_dir/hello-provider" "$bin_dir/examples
   }
 done
 
-# Backends.
-eval "$(scripts/bolt-db.sh start --port 0 --data "$work/bolt" \
-  --load crates/server/tests/fixtures/code_graph.cypher | grep -E '^BOLT_(URL|USER)=')"
+# Backends. hello's two gRPC providers (on free ports, from the build above) and LiteLLM start
+# in the background while ArcadeDB starts and loads its graph: each takes seconds, and one
+# after the other they added up.
+hello_rs_address="127.0.0.1:$(free_port)" hello_py_address="127.0.0.1:$(free_port)"
+HELLO_PROVIDER_BIN="$bin_dir/hello-provider" HELLO_RS_ADDRESS="$hello_rs_address" \
+  HELLO_PY_ADDRESS="$hello_py_address" scripts/hello-providers.sh >"$work/hello.log" 2>&1 &
+pids+=($!)
 litellm_port="$(free_port)"
 env -i PATH=/usr/bin:/bin LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_MODE=PRODUCTION \
   .deps/litellm-venv/bin/litellm --config crates/server/tests/fixtures/litellm.yaml \
   --host 127.0.0.1 --port "$litellm_port" --num_workers 1 --telemetry False \
   >"$work/litellm.log" 2>&1 &
 pids+=($!)
+eval "$(scripts/bolt-db.sh start --port 0 --data "$work/bolt" \
+  --load crates/server/tests/fixtures/code_graph.cypher | grep -E '^BOLT_(URL|USER)=')"
 wait_http "http://127.0.0.1:$litellm_port/health/liveliness" 90 || {
   echo "loadtest-ci: LiteLLM did not start:" >&2; tail -20 "$work/litellm.log" >&2; exit 2
 }
 
-# hello's two gRPC providers, on free ports, from the build above.
-hello_rs_address="127.0.0.1:$(free_port)" hello_py_address="127.0.0.1:$(free_port)"
-HELLO_PROVIDER_BIN="$bin_dir/hello-provider" HELLO_RS_ADDRESS="$hello_rs_address" \
-  HELLO_PY_ADDRESS="$hello_py_address" scripts/hello-providers.sh >"$work/hello.log" 2>&1 &
-pids+=($!)
+# hello's two gRPC providers (started above), listening.
 for address in "$hello_rs_address" "$hello_py_address"; do
   deadline=$((SECONDS + 120))
   until (exec 3<>"/dev/tcp/${address%:*}/${address##*:}") 2>/dev/null; do

@@ -54,7 +54,7 @@ debug="$(cargo_target_dir .)/debug"
 step "bats"
 MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-graph-index" \
   HELLO_PROVIDER_BIN="$debug/hello-provider" bats launchd/tests scripts/tests
-# The short load test (5 s per phase, 100 clients; about 4 minutes) with the debug binaries
+# The short load test (3 s per phase, 100 clients; about 3 minutes) with the debug binaries
 # `cargo test` just built (--no-build), against every shipped service, hello's gRPC providers included (one not healthy once its
 # dependencies settled fails the run, unless scripts/not-run-in-ci.txt lists it), then the
 # overload test: no failed or lost request, open-loop p95 within 2× the 1-client baseline, the
@@ -62,7 +62,7 @@ MCP_GATEWAY_BIN="$debug/mcp-http-gateway" CODE_GRAPH_INDEX_BIN="$debug/code-grap
 # refused, admitted calls at 0.7× the upstream's ceiling or more, with a bounded p99
 # (docs/performance.md). Reports in target/loadtest/.
 step "load test"
-scripts/loadtest-ci.sh --profile dev --no-build
+scripts/loadtest-ci.sh --profile dev --no-build --run-time 3s
 step "coverage report"
 # A test executable an earlier build left beside the one this build made of the same crate (another
 # feature set, a build of older code): the report would read its old lines as not run. Examples

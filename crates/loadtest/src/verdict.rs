@@ -181,7 +181,7 @@ pub fn judge_overload(limits: &Overload, run: &PhaseResult) -> Vec<Verdict> {
                 run.total.p99_ms,
                 limits.tool_delay_ms,
                 limits.longest_queue_wait_ms(),
-                limits.p99_slack_ms
+                limits.p99_slack()
             ),
         },
     ]
@@ -402,7 +402,7 @@ mod tests {
         ])
         .overload
         .unwrap();
-        assert_eq!(limits.p99_bound_ms(), 250);
+        assert_eq!(limits.p99_bound_ms(), 300);
         let mut run = phase(20, 150.0, 0);
         run.total.requests = 600;
         run.refused = Some(400);
@@ -422,9 +422,19 @@ mod tests {
         let v = judge_overload(&limits, &lost);
         assert!(v[0].passed && !v[1].passed, "{v:#?}");
 
+        // The bound: 100 ms delay + 100 ms queue wait + half of them as slack.
         let mut slow = run.clone();
-        slow.total.p99_ms = 251.0;
+        slow.total.p99_ms = 300.0;
+        assert!(judge_overload(&limits, &slow)[4].passed);
+        slow.total.p99_ms = 301.0;
         assert!(!judge_overload(&limits, &slow)[4].passed);
+        assert!(
+            judge_overload(&limits, &slow)[4]
+                .detail
+                .ends_with("queue wait 100 ms + slack 100 ms"),
+            "{}",
+            judge_overload(&limits, &slow)[4].detail
+        );
 
         // No admission control: 20 callers, 4 slots, 4 queued, nothing refused.
         let mut unlimited = run.clone();
