@@ -309,9 +309,20 @@ async fn sdk_saw(url: &str, mode: &str) -> Value {
 /// `auto`) and whether it reaches it over Streamable HTTP or runs it over stdio: the same
 /// questions (the five enum forms of an elicitation's schema among them), answers, results
 /// and log messages, and a parameter mirrored as an `Mcp-Param-*` header, which the server
-/// refuses a 2026-07-28 request over HTTP without.
+/// refuses a 2026-07-28 request over HTTP without. One test per era of the client.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_python_sdk_sees_through_the_gateway_what_it_sees_directly() {
+    sdk_sees_through_every_gateway_what_it_sees_directly("2026-07-28").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_sdk_of_the_handshake_era_sees_through_the_gateway_what_it_sees_directly() {
+    sdk_sees_through_every_gateway_what_it_sees_directly("legacy").await;
+}
+
+/// The SDK's client in `mode` against the server directly, then through five gateways in front
+/// of it (started together, each client run at once: every one is a process of its own).
+async fn sdk_sees_through_every_gateway_what_it_sees_directly(mode: &str) {
     let port = free_port();
     let _server = start_python_server_on("mrtr_server.py", port).await;
     let direct = format!("http://127.0.0.1:{port}/mcp");
@@ -320,8 +331,7 @@ async fn the_python_sdk_sees_through_the_gateway_what_it_sees_directly() {
         venv_python(),
         fixture("mrtr_server.py")
     );
-    let mut gateways = Vec::new();
-    for (name, upstream, protocol) in [
+    let ways = [
         ("rounds-http", format!("url: \"{direct}\""), "handshake"),
         ("rounds-stdio", stdio.clone(), "handshake"),
         (
@@ -331,27 +341,28 @@ async fn the_python_sdk_sees_through_the_gateway_what_it_sees_directly() {
         ),
         ("rounds-stdio-2026", stdio.clone(), "2026-07-28"),
         ("rounds-stdio-auto", stdio, "auto"),
-    ] {
+    ];
+    let gateways = futures::future::join_all(ways.iter().map(|(name, upstream, protocol)| {
         let config = format!(
             "providers:\n  - {{ name: mrtr, kind: mcp, {upstream}, protocol: \"{protocol}\" }}\n"
         );
-        gateways.push((Gateway::start(name, &config).await, name));
-    }
-    for mode in ["2026-07-28", "legacy"] {
-        let expected = sdk_saw(&direct, mode).await;
-        let calls = expected["calls"].as_array().unwrap();
-        assert_eq!(calls.len(), 7, "{expected}");
-        assert!(
-            calls.iter().all(|c| c["isError"] != true),
-            "directly, every call works: {expected}"
+        async move { (Gateway::start(name, &config).await, *name) }
+    }))
+    .await;
+    let expected = sdk_saw(&direct, mode).await;
+    let calls = expected["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 7, "{expected}");
+    assert!(
+        calls.iter().all(|c| c["isError"] != true),
+        "directly, every call works: {expected}"
+    );
+    let urls: Vec<String> = gateways.iter().map(|(gw, _)| gw.url("/mcp")).collect();
+    let seen = futures::future::join_all(urls.iter().map(|url| sdk_saw(url, mode))).await;
+    for ((_, name), seen) in gateways.iter().zip(seen) {
+        assert_eq!(
+            seen, expected,
+            "{mode} through {name}: what the client saw differs from directly"
         );
-        for (gw, name) in &gateways {
-            let seen = sdk_saw(&gw.url("/mcp"), mode).await;
-            assert_eq!(
-                seen, expected,
-                "{mode} through {name}: what the client saw differs from directly"
-            );
-        }
     }
 }
 

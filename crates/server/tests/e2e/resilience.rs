@@ -530,34 +530,43 @@ providers:
     )
 }
 
+/// The resilience of the API's endpoints with outlier detection off (`KEPT`) and on
+/// (`EJECTING`): the breaker and retries off, so that what is seen is the rotation alone.
+const KEPT: &str =
+    "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { enabled: false } }";
+const EJECTING: &str = "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { consecutive_failures: 2, ejection_ms: 60000 } }";
+
+/// The base URL of an API on `port` of this machine.
+fn endpoint_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
 /// Outlier ejection across the endpoints of one HTTP API (`base_urls`), each fault real:
-/// an endpoint that hangs, one whose port refuses connections, one that answers slowly. Kept
-/// in rotation, each takes about half the calls (and fails or slows them); ejected, its share
-/// falls to the few calls that found it out. /health shows each endpoint, its ejections and
-/// its time left out; /metrics counts them; the log says it once. Retries and hedges of a
-/// read-only call go to the other endpoint.
+/// an endpoint that hangs, one whose port refuses connections (and, in the next tests, one
+/// that answers slowly). Kept in rotation, each takes about half the calls (and fails or slows
+/// them); ejected, its share falls to the few calls that found it out. /health shows each
+/// endpoint, its ejections and its time left out; /metrics counts them; the log says it once.
 #[tokio::test]
-async fn an_endpoint_that_hangs_refuses_or_slows_loses_its_share_of_calls_once_ejected() {
+async fn an_endpoint_that_hangs_or_refuses_loses_its_share_of_calls_once_ejected() {
     let good = FaultApi::start().await;
     let bad = FaultApi::start().await;
     let refused = free_port();
-    let url = |port: u16| format!("http://127.0.0.1:{port}");
-    // The breaker and retries off, so that what is seen is the rotation alone.
-    let kept =
-        "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { enabled: false } }";
-    let ejecting = "{ breaker: { enabled: false }, retry: { enabled: false }, outlier: { consecutive_failures: 2, ejection_ms: 60000 } }";
     // The fault, the endpoints, what a call that met it answers, and the most calls it may
     // still meet when ejection is on (the ones that found it out).
     for (fault, bad_url, met) in [
-        ("hangs", url(bad.port), "TIMEOUT"),
-        ("refuses connections", url(refused), "EXECUTION_ERROR"),
+        ("hangs", endpoint_url(bad.port), "TIMEOUT"),
+        (
+            "refuses connections",
+            endpoint_url(refused),
+            "EXECUTION_ERROR",
+        ),
     ] {
         bad.set(json!({"mode": "hang"})).await;
         let mut failed = Vec::new();
-        for (name, resilience) in [("kept", kept), ("ejecting", ejecting)] {
+        for (name, resilience) in [("kept", KEPT), ("ejecting", EJECTING)] {
             let gw = Gateway::start(
                 name,
-                &endpoints_provider(&[bad_url.clone(), url(good.port)], resilience, 300),
+                &endpoints_provider(&[bad_url.clone(), endpoint_url(good.port)], resilience, 300),
             )
             .await;
             let mut count = 0;
@@ -617,11 +626,20 @@ async fn an_endpoint_that_hangs_refuses_or_slows_loses_its_share_of_calls_once_e
             failed[1]
         );
     }
-    // With the defaults, a read-only call that found a refusing endpoint is retried, and the
-    // retry goes to the other: no caller sees the fault.
+}
+
+/// Retries and hedges of a read-only call go to the other endpoint: with the defaults, a call
+/// that found a refusing endpoint is retried there; hedged, a call on a hanging one is sent
+/// again there and answered.
+#[tokio::test]
+async fn a_read_only_call_is_retried_or_hedged_on_the_other_endpoint() {
+    let good = FaultApi::start().await;
+    let bad = FaultApi::start().await;
+    let refused = free_port();
+    // No caller sees the refusing endpoint.
     let gw = Gateway::start(
         "defaults",
-        &endpoints_provider(&[url(refused), url(good.port)], "{}", 300),
+        &endpoints_provider(&[endpoint_url(refused), endpoint_url(good.port)], "{}", 300),
     )
     .await;
     for k in 0..10 {
@@ -634,7 +652,7 @@ async fn an_endpoint_that_hangs_refuses_or_slows_loses_its_share_of_calls_once_e
     let gw = Gateway::start(
         "hedged",
         &endpoints_provider(
-            &[url(bad.port), url(good.port)],
+            &[endpoint_url(bad.port), endpoint_url(good.port)],
             "{ retry: { enabled: false }, outlier: { enabled: false }, hedge: { enabled: true, after_ms: 50 } }",
             2000,
         ),
@@ -648,14 +666,24 @@ async fn an_endpoint_that_hangs_refuses_or_slows_loses_its_share_of_calls_once_e
         .as_u64()
         .unwrap();
     assert!(hedges >= 3, "{hedges} hedges");
+}
 
-    // Slow (200 ms against a few): ejected on its mean latency once it has 10 samples.
+/// A slow endpoint (200 ms against a few) is ejected on its mean latency once it has 10
+/// samples: kept in rotation it takes about half the calls, ejected a few.
+#[tokio::test]
+async fn a_slow_endpoint_loses_its_share_of_calls_once_ejected() {
+    let good = FaultApi::start().await;
+    let bad = FaultApi::start().await;
     bad.set(json!({"mode": "slow", "delay_ms": 200})).await;
     let mut shares = Vec::new();
-    for (name, resilience) in [("slow-kept", kept), ("slow-ejecting", ejecting)] {
+    for (name, resilience) in [("slow-kept", KEPT), ("slow-ejecting", EJECTING)] {
         let gw = Gateway::start(
             name,
-            &endpoints_provider(&[url(bad.port), url(good.port)], resilience, 5000),
+            &endpoints_provider(
+                &[endpoint_url(bad.port), endpoint_url(good.port)],
+                resilience,
+                5000,
+            ),
         )
         .await;
         let before = bad.calls().await;
