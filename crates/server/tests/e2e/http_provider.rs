@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::harness::*;
 
-#[tokio::test]
-async fn ai_gateway_against_an_openai_compatible_server() {
+/// The shipped ai-gateway service in front of LiteLLM's proxy; the proxy and the service.
+async fn ai_gateway_with_litellm() -> (LiteLlm, Gateway) {
     let llm = LiteLlm::start().await;
     let base = llm.base_url();
     let gw = start_shipped(
@@ -20,6 +20,12 @@ async fn ai_gateway_against_an_openai_compatible_server() {
         ],
     )
     .await;
+    (llm, gw)
+}
+
+#[tokio::test]
+async fn ai_gateway_against_an_openai_compatible_server() {
+    let (_llm, gw) = ai_gateway_with_litellm().await;
 
     let health = get(&gw, "/health").await;
     assert_eq!(health.body["data"]["status"], "healthy", "{}", health.body);
@@ -138,10 +144,16 @@ async fn ai_gateway_against_an_openai_compatible_server() {
         "{}",
         a.body
     );
+}
 
-    // The dependency goes down: calls fail at once, naming it, and the first failure has it
-    // checked (no waiting for the periodic check): health says so and what to start. It comes
-    // back on the same port and everything works again.
+/// The dependency goes down: calls fail at once, naming it, and the first failure has it
+/// checked (no waiting for the periodic check): health says so and what to start. It comes
+/// back on the same port and everything works again.
+#[tokio::test]
+async fn ai_gateway_s_dependency_going_away_and_back() {
+    let (llm, gw) = ai_gateway_with_litellm().await;
+    let health = get(&gw, "/health").await;
+    assert_eq!(health.body["data"]["status"], "healthy", "{}", health.body);
     let port = llm.port;
     drop(llm);
     let a = call(&gw, "list_models", json!({})).await;
