@@ -356,8 +356,12 @@ async fn sdk_sees_through_every_gateway_what_it_sees_directly(mode: &str) {
         calls.iter().all(|c| c["isError"] != true),
         "directly, every call works: {expected}"
     );
-    let urls: Vec<String> = gateways.iter().map(|(gw, _)| gw.url("/mcp")).collect();
-    let seen = futures::future::join_all(urls.iter().map(|url| sdk_saw(url, mode))).await;
+    let seen = futures::future::join_all(
+        gateways
+            .iter()
+            .map(|(gw, _)| async move { sdk_saw(&gw.url("/mcp"), mode).await }),
+    )
+    .await;
     for ((_, name), seen) in gateways.iter().zip(seen) {
         assert_eq!(
             seen, expected,
