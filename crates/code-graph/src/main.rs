@@ -13,7 +13,7 @@ use code_graph::build::{Input, Project, build};
 use code_graph::graph::{Label, Rel};
 use code_graph::lang::parse;
 use code_graph::walk::walk;
-use code_graph::write::{Target, write};
+use code_graph::write::{Target, WriteError, write};
 
 #[derive(Parser)]
 #[command(
@@ -113,14 +113,24 @@ async fn main() -> Result<()> {
     if args.dry_run {
         return Ok(());
     }
+    // No password is not an error by itself (a database may not ask for one), but a refused
+    // login then says where the password was looked for.
     let password = std::env::var(&args.password_env).unwrap_or_default();
+    let password_hint = if password.is_empty() {
+        format!("no password: ${} is not set or empty", args.password_env)
+    } else {
+        format!("the password from ${}", args.password_env)
+    };
     let target = Target {
         uri: args.uri.clone(),
         user: args.user,
         password,
         batch_size: args.batch_size,
     };
-    let w = write(&project, &graph, &target).await?;
+    let w = match write(&project, &graph, &target).await {
+        Err(e @ WriteError::Login { .. }) => return Err(anyhow::anyhow!("{e} ({password_hint})")),
+        other => other?,
+    };
     eprintln!(
         "code-graph-index: project '{project}' written to {}: {} old nodes deleted in {} ms, {} nodes and {} relationships created in {} ms; {} ms in all",
         args.uri,

@@ -21,6 +21,12 @@ use crate::graph::{Graph, Label, Rel};
 pub enum WriteError {
     #[error("cannot connect to {uri}: {why}")]
     Connect { uri: String, why: String },
+    #[error("cannot log in to {uri} as '{user}': {why}")]
+    Login {
+        uri: String,
+        user: String,
+        why: String,
+    },
     #[error("{what}: {why}")]
     Query { what: String, why: String },
 }
@@ -61,6 +67,7 @@ pub async fn write(project: &str, graph: &Graph, target: &Target) -> Result<Writ
             uri: target.uri.clone(),
             why: e.to_string(),
         })?;
+    login(&db, target).await?;
     let batch = target.batch_size.max(1);
     let mut out = Written::default();
 
@@ -177,6 +184,33 @@ async fn probe(uri: &str) -> Result<(), WriteError> {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(fail(e.to_string())),
         Err(_) => Err(fail(format!("no TCP connection to {address} within 5 s"))),
+    }
+}
+
+/// How long a login may take.
+const LOGIN_DEADLINE: Duration = Duration::from_secs(15);
+
+/// A login before any work, with a deadline. Through a transaction: neo4rs connects lazily
+/// and its `run` and `execute` retry a refused login with backoff for minutes (and the index
+/// statements' errors are ignored), so a wrong password used to look like an indexer hung;
+/// a transaction is not retried, and a refused login ends it at once.
+async fn login(db: &Bolt, target: &Target) -> Result<(), WriteError> {
+    let fail = |why: String| WriteError::Login {
+        uri: target.uri.clone(),
+        user: target.user.clone(),
+        why,
+    };
+    let attempt = async {
+        let txn = db.start_txn().await?;
+        txn.rollback().await
+    };
+    match tokio::time::timeout(LOGIN_DEADLINE, attempt).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(fail(e.to_string())),
+        Err(_) => Err(fail(format!(
+            "the database accepted the connection but did not answer a login within {} s",
+            LOGIN_DEADLINE.as_secs()
+        ))),
     }
 }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -106,9 +107,55 @@ async fn count(graph: &neo4rs::Graph, text: &str, project: &str) -> i64 {
     row.get::<i64>("c").unwrap()
 }
 
+/// A refused login ends the indexer at once, naming the variable the password came from
+/// (neo4rs retries a refused login inside each query: it used to hang for minutes).
+fn a_refused_login_is_said_at_once(db: &testkit::BoltDb) {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::write(tree.path().join("lib.rs"), "fn f() {}\n").unwrap();
+    for (password, says) in [
+        (
+            "",
+            "no password: $CODE_GRAPH_BOLT_PASSWORD is not set or empty",
+        ),
+        (
+            "not-the-password",
+            "the password from $CODE_GRAPH_BOLT_PASSWORD",
+        ),
+    ] {
+        let log = tree.path().join("stderr");
+        let child = Command::new(testkit::workspace_bin("code-graph-index"))
+            .args([
+                "--repo",
+                tree.path().to_str().unwrap(),
+                "--project",
+                "refused",
+            ])
+            .args(["--uri", &db.uri()])
+            .env("CODE_GRAPH_BOLT_PASSWORD", password)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("code-graph-index runs");
+        // Well past the indexer's own 15 s login deadline: a hang fails here, not at the
+        // runner's 180 s.
+        let mut child = testkit::Killed(child);
+        let status = testkit::poll(
+            Duration::from_secs(30),
+            "the refused indexer to end",
+            || child.0.try_wait().unwrap(),
+        );
+        let stderr = std::fs::read_to_string(&log).unwrap();
+        assert!(!status.success(), "a wrong password was taken:\n{stderr}");
+        assert!(
+            stderr.contains("cannot log in to") && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn code_graph_rag_tools_answer_about_this_repository() {
     let db = testkit::BoltDb::start();
+    a_refused_login_is_said_at_once(&db);
     let summary = index(&db);
     assert!(summary.contains("CALLS"), "{summary}");
     // The shipped config, with a pooled connection waited for up to 10 s instead of 1 s:
