@@ -13,11 +13,12 @@
 //! tool does not.
 //!
 //! Every operation is fuzzed, each prompt's `POST /prompts/<name>` included (its body typed by
-//! the prompt's `args_schema`, as each tool's is by its input schema), in three runs of the
+//! the prompt's `args_schema`, as each tool's is by its input schema), in four runs of the
 //! fuzzer, each against a gateway of its own: the tools' operations (`/tools/<name>`) in two
-//! halves by name, and every other one (`^/tools/.` excluded; the halves' two patterns cover
-//! every tool, so that together the runs cover the document). One run of all 36 took 38 s in
-//! the test run; each part stays within the 20 s an e2e test may take (docs/testing.md).
+//! halves by name, `/call-tool` with `/tools` and a task's operations, and every other one
+//! (what the first three patterns select excluded, so that together the runs cover the
+//! document). One run of all 36 took 38 s in the test run; each part stays within the 20 s an
+//! e2e test may take (docs/testing.md).
 
 use std::process::Command;
 
@@ -27,6 +28,11 @@ use crate::harness::*;
 /// halves by the name's first letter.
 const TOOLS_A_TO_H: &str = "^/tools/[a-h]";
 const TOOLS_I_TO_Z: &str = "^/tools/[^a-h]";
+/// `POST /call-tool` (a tool by name in the body), `GET /tools` and a task's operations.
+const CALLS_BY_NAME_AND_LISTS: &str = "^/(call-tool$|tools$|tasks/)";
+/// What the runs above cover, so that the last run takes every other operation (resources,
+/// prompts, health, metrics, status).
+const NOT_OTHER_OPERATIONS: &str = "^/(tools|call-tool$|tasks/)";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn schemathesis_finds_nothing_but_tool_failures_in_the_tools_a_to_h() {
@@ -53,19 +59,27 @@ async fn schemathesis_finds_nothing_but_tool_failures_in_the_tools_i_to_z() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn schemathesis_finds_nothing_but_tool_failures_in_the_calls_by_name_and_the_lists() {
+    let judged = fuzz(&["--include-path-regex", CALLS_BY_NAME_AND_LISTS]).await;
+    assert_tested(&judged, &["POST /call-tool", "GET /tools"]);
+    assert!(!judged.contains("POST /tools/echo"), "{judged}");
+    assert!(!judged.contains("POST /prompts/"), "{judged}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn schemathesis_finds_nothing_but_tool_failures_in_every_other_operation() {
-    let judged = fuzz(&["--exclude-path-regex", "^/tools/."]).await;
+    let judged = fuzz(&["--exclude-path-regex", NOT_OTHER_OPERATIONS]).await;
     // Each prompt's own operation was fuzzed, one with a required argument among them.
     assert_tested(
         &judged,
         &[
-            "POST /call-tool",
-            "GET /tools",
+            "GET /health",
             "POST /prompts/args-prompt",
             "POST /prompts/simple-prompt",
         ],
     );
     assert!(!judged.contains("POST /tools/echo"), "{judged}");
+    assert!(!judged.contains("POST /call-tool"), "{judged}");
 }
 
 /// Each of `operations` was fuzzed in the run `judged` reports.
