@@ -39,6 +39,9 @@ pub mod shutdown;
 pub mod sync;
 pub mod telemetry;
 
+#[cfg(test)]
+mod architecture_map;
+
 /// The map above, held true: each module may use only the modules below it, so no import cycle
 /// can come back unnoticed.
 #[cfg(test)]
