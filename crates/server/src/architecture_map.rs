@@ -6,8 +6,8 @@
 //! `name/` (or a list `a.rs, b.rs`) is an entry, inside the folder entry above it that is
 //! indented less; any other line continues the description of the entry above. A folder's own
 //! description may name its files inline (`upstream/  reaching the server: mod.rs (…), stdio.rs`);
-//! a path with a slash in any description (`service/rate_limit.rs`) must exist, from `src/` or
-//! from the folder of the entry it describes.
+//! a path with a slash in any description (`service/rate_limit.rs`) must exist, from `src/`,
+//! from the folder of the entry it describes, or from the repository (`crates/server/assets/`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
